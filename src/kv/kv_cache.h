@@ -1,0 +1,92 @@
+// The KV cache: per layer and per KV head, a ragged store of retained tokens (keys post-RoPE,
+// values, original positions) that really shrinks when tokens are evicted; per-head lengths may
+// differ (Ada-KV, PyramidKV). When moment tracking is on, every evicted row is folded into the
+// head's MomentStats before its memory is released.
+//
+// The cache owns memory; presses own math: a press decides which token indices a head keeps and
+// calls retain(); it never writes the buffers.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "kv/moment_stats.h"
+
+namespace mkv {
+
+enum class KvStorage { F32, F16 };
+
+struct KvCacheShape {
+  int n_layers = 0;
+  int n_kv_heads = 0;
+  int head_dim_k = 0;
+  int head_dim_v = 0;
+};
+
+// Read-only view of one head's retained tokens, oldest first (positions strictly increasing).
+struct KvHeadView {
+  int32_t length = 0;
+  KvStorage storage = KvStorage::F32;
+  const void* keys = nullptr;        // (length, head_dim_k) in `storage`
+  const void* values = nullptr;      // (length, head_dim_v) in `storage`
+  const int32_t* positions = nullptr;  // (length) original token positions
+  const MomentStats* moments = nullptr;  // evicted-token summary; nullptr when not tracked
+  int head_dim_k = 0, head_dim_v = 0;
+
+  // Row i converted to float32 (dst has head_dim_k / head_dim_v values).
+  void key(int32_t i, float* dst) const;
+  void value(int32_t i, float* dst) const;
+};
+
+class KvCache {
+ public:
+  KvCache(KvCacheShape shape, KvStorage storage, bool track_moments);
+
+  const KvCacheShape& shape() const { return shape_; }
+  KvStorage storage() const { return storage_; }
+  bool tracks_moments() const { return track_moments_; }
+
+  // Normalisation-corrected attention (METHODS.md §3) on or off for every head of this cache.
+  void set_nc(bool enabled) { nc_ = enabled; }
+  bool nc() const { return nc_; }
+
+  // Appends n tokens to every KV head of `layer`.
+  // k: (n, n_kv_heads, head_dim_k) post-RoPE; v: (n, n_kv_heads, head_dim_v); positions: (n).
+  void append(int layer, int n, const float* k, const float* v, const int32_t* positions);
+
+  // Keeps exactly the token indices in `keep` (strictly increasing, each < length) of one head;
+  // the others are evicted (folded into the moments when tracked) and their memory released.
+  void retain(int layer, int kv_head, std::span<const int32_t> keep);
+
+  KvHeadView head(int layer, int kv_head) const;
+  int32_t length(int layer, int kv_head) const;
+  int32_t max_length() const;     // longest head over all layers
+  int64_t total_tokens() const;   // sum of all heads' lengths
+
+  std::size_t row_bytes() const;     // bytes of one token's key + value in one head
+  std::size_t token_bytes() const;   // bytes of all retained rows (+ positions)
+  std::size_t moment_bytes() const;  // bytes the moment summaries need (float32 deployment)
+  std::size_t bytes_held() const { return token_bytes() + moment_bytes(); }
+
+  void clear();  // drops all tokens and moments (a new sequence)
+
+ private:
+  struct HeadStore {
+    std::vector<uint8_t> keys;     // (length, head_dim_k) in storage_
+    std::vector<uint8_t> values;   // (length, head_dim_v) in storage_
+    std::vector<int32_t> positions;  // (length)
+    MomentStats moments;
+  };
+  HeadStore& store(int layer, int kv_head);
+  const HeadStore& store(int layer, int kv_head) const;
+
+  KvCacheShape shape_;
+  KvStorage storage_;
+  bool track_moments_;
+  bool nc_ = false;
+  std::vector<HeadStore> heads_;  // (n_layers, n_kv_heads)
+};
+
+}  // namespace mkv

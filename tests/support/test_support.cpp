@@ -1,0 +1,42 @@
+#include "support/test_support.h"
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <unistd.h>
+
+namespace mkv::test {
+
+std::optional<std::filesystem::path> shared_assets() {
+  if (const char* env = std::getenv("MOMENTKV_ASSETS"); env && *env) {
+    std::filesystem::path p(env);
+    if (std::filesystem::is_directory(p)) return p;
+    return std::nullopt;
+  }
+  std::filesystem::path p = std::filesystem::path(MOMENTKV_SOURCE_DIR) / ".." / "shared" / "assets";
+  if (std::filesystem::is_directory(p)) return std::filesystem::weakly_canonical(p);
+  return std::nullopt;
+}
+
+std::filesystem::path temp_dir() {
+  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  std::string name = info ? std::string(info->test_suite_name()) + "." + info->name() : "mkv";
+  for (auto& c : name)
+    if (c == '/') c = '_';
+  auto dir = std::filesystem::temp_directory_path() /
+             ("momentkv-test-" + std::to_string(::getpid()) + "-" + name);
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+std::string read_file(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot read " + path.string());
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+}  // namespace mkv::test

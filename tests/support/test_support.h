@@ -1,0 +1,33 @@
+// Helpers shared by all test executables.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <optional>
+#include <string>
+
+namespace mkv::test {
+
+// The shared assets folder: $MOMENTKV_ASSETS, else <source>/../shared/assets; nullopt if absent.
+std::optional<std::filesystem::path> shared_assets();
+
+// A fresh, empty temporary directory unique to the calling test.
+std::filesystem::path temp_dir();
+
+// Reads a whole file (throws on failure).
+std::string read_file(const std::filesystem::path& path);
+
+}  // namespace mkv::test
+
+// Resolves `relative` inside the shared assets into `var`, or skips the test with a message
+// saying what is missing and how to provide it.
+#define MKV_REQUIRE_ASSET(var, relative)                                                        \
+  std::filesystem::path var;                                                                    \
+  do {                                                                                          \
+    auto mkv_assets_ = ::mkv::test::shared_assets();                                            \
+    if (!mkv_assets_ || !std::filesystem::exists(*mkv_assets_ / (relative)))                    \
+      GTEST_SKIP() << "shared asset '" << (relative)                                            \
+                   << "' not found (set MOMENTKV_ASSETS or place ../shared/assets)";            \
+    var = *mkv_assets_ / (relative);                                                            \
+  } while (0)
