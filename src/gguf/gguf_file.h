@@ -38,8 +38,9 @@ enum class GgufValueType : uint32_t {
 std::string_view gguf_value_type_name(GgufValueType type);
 
 // One metadata value. Scalars keep their exact on-disk type; arrays are stored typed by their
-// element kind (all integer kinds widen to int64/uint64 storage, floats to double). Nested arrays
-// (arrays of arrays) are parsed and kept as element-count-only.
+// element kind (unsigned integer kinds widen to uint64 storage, signed ones to int64, floats to
+// double). Nested arrays (arrays of arrays) keep `data` empty and hold one GgufValue of type ARRAY
+// per element in `elements`.
 struct GgufValue {
   GgufValueType type = GgufValueType::UINT8;
   GgufValueType array_type = GgufValueType::UINT8;  // element type when type == ARRAY
@@ -48,6 +49,7 @@ struct GgufValue {
                std::vector<bool>, std::vector<uint64_t>>
       data;
   uint64_t array_size = 0;  // element count when type == ARRAY
+  std::vector<GgufValue> elements;  // the inner arrays when type == ARRAY and array_type == ARRAY
 };
 
 struct GgufTensorInfo {

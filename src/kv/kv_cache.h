@@ -65,7 +65,7 @@ class KvCache {
   int32_t max_length() const;     // longest head over all layers
   int64_t total_tokens() const;   // sum of all heads' lengths
 
-  std::size_t row_bytes() const;     // bytes of one token's key + value in one head
+  std::size_t row_bytes() const;     // bytes of one token in one head: key + value + position
   std::size_t token_bytes() const;   // bytes of all retained rows (+ positions)
   std::size_t moment_bytes() const;  // bytes the moment summaries need (float32 deployment)
   std::size_t bytes_held() const { return token_bytes() + moment_bytes(); }

@@ -3,13 +3,25 @@
 // Jensen lower bound of the evicted partition function.
 #pragma once
 
+#include "kv/moment_groups.h"
 #include "kv/moment_stats.h"
 
 namespace mkv {
 
 // q: (d_k) the query (post-RoPE); lse_retained = log Z_R of the retained attention;
 // out: (d_v) holds f_R on entry and o_NC on return. No-op when moments.count() == 0.
+// The paper's form: ŵ_R = σ(LSE_R − log n_e − τ q·k̄), f̂_E = v̄ + τ C q. Cost d_k·d_v.
 void nc_blend(const MomentStats& moments, const float* q, float scale, float lse_retained,
               float* out);
+
+// Grouped form (METHODS.md §7): softmax over the retained tokens plus one virtual slot per
+// non-empty group g (log-mass log n_g + τ q·k̄_g, value v̄_g + clip(τ C_g q)). Cost G·d_k·d_v.
+void nc_blend(const MomentGroups& moments, const float* q, float scale, float lse_retained,
+              float* out);
+
+// f̂_E(q), the moment estimate of the evicted tokens' attention output (d_v) at query q; the
+// mass-weighted mixture of the groups' estimates for MomentGroups. Requires count() > 0.
+void moment_estimate(const MomentStats& moments, const float* q, float scale, float* out);
+void moment_estimate(const MomentGroups& moments, const float* q, float scale, float* out);
 
 }  // namespace mkv

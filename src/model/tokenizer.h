@@ -38,8 +38,20 @@ class Tokenizer {
 
  protected:
   explicit Tokenizer(Vocab vocab);
+
+  // A piece of encode()'s input: raw text still to tokenize (token < 0), or a special token
+  // recognised in the text (`text` is then its occurrence).
+  struct TextFragment {
+    std::string_view text;
+    int32_t token = -1;
+  };
+  // llama.cpp's special-token partition: USER_DEFINED token texts are always split out, CONTROL
+  // and UNKNOWN ones only with parse_special; longer texts are matched first.
+  std::vector<TextFragment> split_special_tokens(std::string_view text, bool parse_special) const;
+
   Vocab vocab_;
   std::vector<int32_t> end_of_generation_;  // sorted ids
+  std::vector<int32_t> special_tokens_;     // CONTROL/USER_DEFINED/UNKNOWN ids, longest text first
 };
 
 // Streams token pieces to text without ever emitting half a UTF-8 character: push() returns the

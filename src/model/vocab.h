@@ -36,6 +36,13 @@ struct Vocab {
   // Reads and validates the tokenizer keys (array lengths agree, ids in range); applies
   // llama.cpp's defaults for absent keys (SPM: add_bos and add_space_prefix true).
   static Vocab from_gguf(const GgufFile& file);
+
+  // llama.cpp's load-time heuristics, applied by from_gguf (idempotent): when no eot id is set,
+  // finds it by token text ("<|eot_id|>", "<|im_end|>", ...), and forces CONTROL on every token
+  // whose text marks end of generation or a FIM pad/repo/file-separator token.
+  void detect_special_tokens();
+  // Ids that end generation (sorted): eos, eot, and the tokens llama.cpp recognises by text.
+  std::vector<int32_t> end_of_generation_ids() const;
 };
 
 }  // namespace mkv

@@ -1,0 +1,91 @@
+// momentkv generate: streams a continuation of a prompt, llama.cpp style.
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include "commands.h"
+#include "core/error.h"
+#include "engine/session.h"
+#include "model/sampler.h"
+
+namespace mkv::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::string read_prompt(const GenerateOptions& o) {
+  MKV_CHECK(o.prompt.empty() || o.prompt_file.empty(), "give either -p or -f, not both");
+  if (o.prompt_file.empty()) return o.prompt;
+  std::ifstream in(o.prompt_file, std::ios::binary);
+  MKV_CHECK(in.good(), "cannot read prompt file '{}'", o.prompt_file);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+}  // namespace
+
+int run_generate(const GenerateOptions& o) {
+  MKV_CHECK(o.n_predict >= -1, "-n must be -1 (unlimited) or >= 0, got {}", o.n_predict);
+  const std::string prompt = read_prompt(o);
+  LoadedModel m = load_model(o.model);
+  const Tokenizer& tok = *m.tokenizer;
+
+  SamplerParams sp;
+  sp.temperature = o.temperature;
+  sp.top_k = o.top_k;
+  sp.top_p = o.top_p;
+  sp.min_p = o.min_p;
+  sp.seed = o.seed >= 0 ? static_cast<uint64_t>(o.seed) : std::random_device{}();
+  Sampler sampler(sp);
+
+  std::vector<int32_t> tokens = tok.encode(prompt, /*add_special=*/true, /*parse_special=*/true);
+  MKV_CHECK(!tokens.empty(), "the prompt is empty and the model adds no BOS token; give -p TEXT");
+  SessionOptions so;
+  so.ubatch = o.model.ubatch;
+  so.n_ctx = o.model.ctx;
+  so.kv_storage = m.kv_storage;
+  Session session(*m.transformer, so);
+
+  std::fwrite(prompt.data(), 1, prompt.size(), stdout);
+  std::fflush(stdout);
+  const auto prefill_start = Clock::now();
+  std::span<const float> logits = session.prefill(tokens);
+  const double prefill_s = seconds_since(prefill_start);
+
+  Utf8Streamer streamer;
+  int n_generated = 0;
+  const auto decode_start = Clock::now();
+  while (o.n_predict < 0 || n_generated < o.n_predict) {
+    const int32_t next = sampler.sample(logits);
+    ++n_generated;
+    if (!o.ignore_eos && tok.is_end_of_generation(next)) break;
+    const std::string text = streamer.push(tok.token_to_piece(next));
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    std::fflush(stdout);
+    if (session.n_past() >= session.n_ctx()) break;
+    logits = session.decode(next);
+  }
+  const std::string rest = streamer.flush();
+  std::fwrite(rest.data(), 1, rest.size(), stdout);
+  std::fputc('\n', stdout);
+  const double decode_s = seconds_since(decode_start);
+
+  fmt::print(stderr, "\nprompt: {} tokens in {:.3f} s ({:.1f} tok/s)\n", tokens.size(), prefill_s,
+             tokens.size() / prefill_s);
+  fmt::print(stderr, "decode: {} tokens in {:.3f} s ({:.1f} tok/s)\n", n_generated, decode_s,
+             n_generated / std::max(decode_s, 1e-9));
+  fmt::print(stderr, "kv cache: {} tokens, {} bytes held\n", session.cache().total_tokens(),
+             session.cache().bytes_held());
+  return 0;
+}
+
+}  // namespace mkv::cli

@@ -1,0 +1,59 @@
+// The momentkv subcommands. main.cpp parses flags (CLI11) into these option structs; each
+// command lives in its own file and returns the process exit code.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gguf/gguf_file.h"
+#include "kv/kv_cache.h"
+#include "model/tokenizer.h"
+#include "model/transformer.h"
+
+namespace mkv::cli {
+
+// Flags every model-running command shares (llama.cpp names).
+struct ModelOptions {
+  std::string model_path;      // -m; empty = $MOMENTKV_MODEL or the shared stories260K
+  int threads = 0;             // -t; 0 = one per core
+  int ubatch = 512;            // -ub
+  int ctx = 0;                 // -c; 0 = the model's context length
+  std::string cache_type = "f32";  // -ctk/-ctv: f32 | f16
+};
+
+// A model file opened for inference: the mapping, the weights bound to it, the tokenizer.
+struct LoadedModel {
+  std::unique_ptr<GgufFile> file;
+  std::unique_ptr<Transformer> transformer;
+  std::unique_ptr<Tokenizer> tokenizer;
+  KvStorage kv_storage = KvStorage::F32;
+};
+
+// Resolves the model path (flag, environment, default), sets the thread count, loads the model.
+LoadedModel load_model(const ModelOptions& options);
+
+struct GenerateOptions {
+  ModelOptions model;
+  std::string prompt;          // -p
+  std::string prompt_file;     // -f
+  int n_predict = -1;          // -n; -1 = until end of generation or context
+  float temperature = 0.8f;    // --temp
+  int top_k = 40;              // --top-k
+  float top_p = 0.95f;         // --top-p
+  float min_p = 0.05f;         // --min-p
+  int64_t seed = -1;           // -s; -1 = random
+  bool ignore_eos = false;     // --ignore-eos
+};
+int run_generate(const GenerateOptions& options);
+
+struct LogitsOptions {
+  ModelOptions model;
+  std::string tokens;          // --tokens "1,2,3"
+  std::string tokens_file;     // --tokens-file: ids separated by commas/whitespace, or a JSON array
+  std::string output;          // -o: float32 [n_tokens][n_vocab] little-endian
+};
+int run_logits(const LogitsOptions& options);
+
+}  // namespace mkv::cli

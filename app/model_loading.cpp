@@ -1,0 +1,52 @@
+#include <cstdlib>
+#include <filesystem>
+#include <unistd.h>
+
+#include "commands.h"
+#include "core/error.h"
+#include "core/threading.h"
+
+namespace mkv::cli {
+namespace {
+
+std::filesystem::path executable_dir() {
+  std::error_code ec;
+  auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::filesystem::path(".") : exe.parent_path();
+}
+
+// -m, else $MOMENTKV_MODEL, else stories260K in the shared assets (next to the working
+// directory or next to the repository the binary was built in).
+std::string resolve_model_path(const std::string& flag) {
+  if (!flag.empty()) return flag;
+  if (const char* env = std::getenv("MOMENTKV_MODEL"); env && *env) return env;
+  const std::filesystem::path candidates[] = {
+      std::filesystem::path("..") / "shared" / "assets" / "stories260K.gguf",
+      executable_dir() / ".." / ".." / "shared" / "assets" / "stories260K.gguf",
+  };
+  for (const auto& c : candidates)
+    if (std::filesystem::exists(c)) return c.lexically_normal().string();
+  fail("no model given and the default ../shared/assets/stories260K.gguf was not found; pass -m FILE.gguf "
+       "or set MOMENTKV_MODEL (stories260K.gguf is published in Hugging Face's ggml-org/models, "
+       "tinyllamas/stories260K.gguf)");
+}
+
+}  // namespace
+
+LoadedModel load_model(const ModelOptions& options) {
+  MKV_CHECK(options.threads >= 0, "-t must be >= 0, got {}", options.threads);
+  MKV_CHECK(options.ubatch > 0, "-ub must be positive, got {}", options.ubatch);
+  MKV_CHECK(options.ctx >= 0, "-c must be >= 0, got {}", options.ctx);
+  MKV_CHECK(options.cache_type == "f32" || options.cache_type == "f16",
+            "unsupported cache type '{}' (supported: f32, f16)", options.cache_type);
+  set_num_threads(options.threads);
+
+  LoadedModel loaded;
+  loaded.file = std::make_unique<GgufFile>(GgufFile::open(resolve_model_path(options.model_path)));
+  loaded.transformer = std::make_unique<Transformer>(*loaded.file, options.ubatch);
+  loaded.tokenizer = Tokenizer::create(Vocab::from_gguf(*loaded.file));
+  loaded.kv_storage = options.cache_type == "f16" ? KvStorage::F16 : KvStorage::F32;
+  return loaded;
+}
+
+}  // namespace mkv::cli

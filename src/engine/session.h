@@ -1,0 +1,56 @@
+// A Session runs one sequence through a Transformer: chunked prefill, single-token decode and
+// teacher-forced evaluation. It owns the KV cache. This is the only inference loop; presses and
+// observers hook into it.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "kv/kv_cache.h"
+#include "model/transformer.h"
+
+namespace mkv {
+
+struct SessionOptions {
+  int ubatch = 512;                     // prefill chunk (llama.cpp -ub)
+  int n_ctx = 0;                        // context limit in positions; 0 = the model's
+  KvStorage kv_storage = KvStorage::F32;
+  bool track_moments = false;           // fold evicted rows into MomentStats (MomentKV / NC)
+};
+
+class Session {
+ public:
+  Session(Transformer& model, SessionOptions options);
+
+  // Prefills `tokens` after what the session already holds, in chunks of ubatch; returns the
+  // logits (n_vocab) predicting the token after the last one.
+  std::span<const float> prefill(std::span<const int32_t> tokens);
+  // Feeds one token; returns the logits predicting the next one.
+  std::span<const float> decode(int32_t token);
+  // Feeds `tokens` and writes the logits of every position into out ((n, n_vocab) row-major).
+  void evaluate(std::span<const int32_t> tokens, float* out);
+
+  int32_t n_past() const { return n_past_; }
+  int n_ctx() const { return n_ctx_; }
+  KvCache& cache() { return cache_; }
+  const KvCache& cache() const { return cache_; }
+  Transformer& model() { return model_; }
+  void set_observer(ForwardObserver* observer) { observer_ = observer; }
+  void reset();
+
+ private:
+  // Runs tokens in chunks; `out` receives either every row or only the final row.
+  void run(std::span<const int32_t> tokens, float* out, bool all_logits);
+
+  Transformer& model_;
+  SessionOptions options_;
+  int n_ctx_;
+  KvCache cache_;
+  ForwardObserver* observer_ = nullptr;
+  int32_t n_past_ = 0;                // positions consumed so far
+  std::vector<int32_t> positions_;    // (ubatch) scratch
+  std::vector<float> logits_;         // (n_vocab) last logits
+};
+
+}  // namespace mkv

@@ -1,0 +1,118 @@
+#include "kv/nc.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+namespace mkv {
+
+namespace {
+
+float dot(const float* a, const float* b, int n) {
+  float s = 0.0f;
+  for (int i = 0; i < n; ++i) s += a[i] * b[i];
+  return s;
+}
+
+float sigmoid(float x) {
+  if (x >= 0.0f) return 1.0f / (1.0f + std::exp(-x));
+  const float e = std::exp(x);
+  return e / (1.0f + e);
+}
+
+// log Ẑ of one summary at q: log n + τ q·k̄ (Jensen lower bound of log Σ e^{τ q·k_i}).
+float log_mass(const MomentStats& s, const float* q, float scale) {
+  return std::log(float(s.count())) + scale * dot(q, s.key_mean_f32().data(), s.head_dim_k());
+}
+
+// out (d_v) = v̄ + τ C q, with τ C q shrunk to norm ≤ RMS value spread when `clip`.
+void estimate(const MomentStats& s, const float* q, float scale, bool clip, float* out) {
+  const int d_k = s.head_dim_k(), d_v = s.head_dim_v();
+  const float* v_mean = s.value_mean_f32().data();
+  if (!s.has_comoment()) {
+    std::copy(v_mean, v_mean + d_v, out);
+    return;
+  }
+  const float* cov = s.covariance_f32().data();  // (d_v, d_k)
+  float norm_sq = 0.0f;
+  for (int b = 0; b < d_v; ++b) {
+    out[b] = scale * dot(cov + std::size_t(b) * d_k, q, d_k);
+    norm_sq += out[b] * out[b];
+  }
+  float shrink = 1.0f;
+  if (clip) {
+    const float spread = float(s.value_rms_spread());
+    if (norm_sq > spread * spread) shrink = spread / std::sqrt(norm_sq);
+  }
+  for (int b = 0; b < d_v; ++b) out[b] = v_mean[b] + shrink * out[b];
+}
+
+// Softmax weights over the non-empty groups' virtual slots plus, when `lse_retained` is given,
+// the retained set. weights (G) gets each group's share; returns the retained share (0 if none).
+float slot_weights(const MomentGroups& m, const float* q, float scale, const float* lse_retained,
+                   std::vector<float>& weights) {
+  const auto& groups = m.groups();
+  weights.assign(groups.size(), 0.0f);
+  float top = lse_retained ? *lse_retained : -INFINITY;
+  for (std::size_t g = 0; g < groups.size(); ++g) {
+    if (groups[g].count() == 0) continue;
+    weights[g] = log_mass(groups[g], q, scale);
+    top = std::max(top, weights[g]);
+  }
+  float total = lse_retained ? std::exp(*lse_retained - top) : 0.0f;
+  for (std::size_t g = 0; g < groups.size(); ++g) {
+    if (groups[g].count() == 0) continue;
+    weights[g] = std::exp(weights[g] - top);
+    total += weights[g];
+  }
+  for (float& w : weights) w /= total;
+  return lse_retained ? std::exp(*lse_retained - top) / total : 0.0f;
+}
+
+// out = w_R·out + Σ_g w_g f̂_g, with scratch (d_v) for one group's estimate.
+void blend_groups(const MomentGroups& m, const float* q, float scale, const float* lse_retained,
+                  float* out) {
+  thread_local std::vector<float> weights, group_out;  // (G), (d_v): grown once per thread
+  const int d_v = m.groups()[0].head_dim_v();
+  group_out.resize(d_v);
+  const float w_retained = slot_weights(m, q, scale, lse_retained, weights);
+  for (int b = 0; b < d_v; ++b) out[b] *= w_retained;
+  for (std::size_t g = 0; g < m.groups().size(); ++g) {
+    if (m.groups()[g].count() == 0) continue;
+    estimate(m.groups()[g], q, scale, m.config().clip, group_out.data());
+    for (int b = 0; b < d_v; ++b) out[b] += weights[g] * group_out[b];
+  }
+}
+
+}  // namespace
+
+void nc_blend(const MomentStats& moments, const float* q, float scale, float lse_retained,
+              float* out) {
+  if (moments.count() == 0) return;
+  const int d_k = moments.head_dim_k(), d_v = moments.head_dim_v();
+  const float w_retained = sigmoid(lse_retained - log_mass(moments, q, scale));
+  const float w_evicted = 1.0f - w_retained;
+  const float* v_mean = moments.value_mean_f32().data();
+  const float* cov = moments.covariance_f32().data();  // (d_v, d_k) C = S̃/n_e
+  for (int b = 0; b < d_v; ++b) {
+    const float f_e = v_mean[b] + (moments.has_comoment() ? scale * dot(cov + std::size_t(b) * d_k, q, d_k) : 0.0f);
+    out[b] = w_retained * out[b] + w_evicted * f_e;
+  }
+}
+
+void nc_blend(const MomentGroups& moments, const float* q, float scale, float lse_retained,
+              float* out) {
+  if (moments.count() == 0) return;
+  blend_groups(moments, q, scale, &lse_retained, out);
+}
+
+void moment_estimate(const MomentStats& moments, const float* q, float scale, float* out) {
+  estimate(moments, q, scale, /*clip=*/false, out);
+}
+
+void moment_estimate(const MomentGroups& moments, const float* q, float scale, float* out) {
+  std::fill(out, out + moments.groups()[0].head_dim_v(), 0.0f);
+  blend_groups(moments, q, scale, nullptr, out);
+}
+
+}  // namespace mkv

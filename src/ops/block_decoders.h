@@ -1,0 +1,230 @@
+// Block decoders: one per computable GgmlType, shared by dequantize_row and the matmul kernels
+// (private to src/ops). Layouts and value formulas follow ggml (ggml-common.h, ggml-quants.c
+// dequantize_row_*); the arithmetic is done in the same order, so results are bit-exact.
+//
+// A decoder is a struct with
+//   kBlockSize   values per block (a multiple of 8; F32/F16/BF16 use 8-value "blocks")
+//   kBlockBytes  bytes per block
+//   decode(block, sink)  calls sink(group, F8 values) for each group of 8 consecutive values,
+//                        group = 0 .. kBlockSize/8 - 1 (in order).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <utility>
+
+#include "core/error.h"
+#include "ops/ggml_type.h"
+#include "ops/simd.h"
+
+namespace mkv::decoders {
+
+using simd::F8;
+using simd::I8;
+
+struct F32 {
+  static constexpr int kBlockSize = 8;
+  static constexpr std::size_t kBlockBytes = 32;
+  template <typename Sink>
+  static void decode(const uint8_t* block, Sink&& sink) {
+    sink(0, simd::f8_load(reinterpret_cast<const float*>(block)));
+  }
+};
+
+struct F16 {
+  static constexpr int kBlockSize = 8;
+  static constexpr std::size_t kBlockBytes = 16;
+  template <typename Sink>
+  static void decode(const uint8_t* block, Sink&& sink) {
+    sink(0, simd::f8_load_fp16(block));
+  }
+};
+
+struct BF16 {
+  static constexpr int kBlockSize = 8;
+  static constexpr std::size_t kBlockBytes = 16;
+  template <typename Sink>
+  static void decode(const uint8_t* block, Sink&& sink) {
+    sink(0, simd::f8_load_bf16(block));
+  }
+};
+
+// Q8_0: { fp16 d; int8 q[32] }, value = q * d.
+struct Q8_0 {
+  static constexpr int kBlockSize = 32;
+  static constexpr std::size_t kBlockBytes = 34;
+  template <typename Sink>
+  static void decode(const uint8_t* block, Sink&& sink) {
+    const F8 d = simd::f8_set1(fp16_to_f32_inline(load_u16(block)));
+    for (int g = 0; g < 4; ++g) sink(g, simd::to_float(simd::i8_load_s8(block + 2 + 8 * g)) * d);
+  }
+};
+
+// The 4-bit codes of a 32-value legacy block: byte j of qs holds value j (low nibble) and
+// value j + 16 (high nibble). Returns the codes of values 8g .. 8g+7.
+inline I8 legacy_nibbles(const uint8_t* qs, int g) {
+  const I8 bytes = simd::i8_load_u8(qs + 8 * (g & 1));
+  return g < 2 ? (bytes & 0xf) : (bytes >> 4);
+}
+
+// Fifth bit of the 5-bit legacy codes: bit i of the little-endian uint32 qh belongs to value i.
+inline I8 legacy_high_bits(uint32_t qh, int g) {
+  const I8 shifts = simd::i8_lane_index() + simd::i8_set1(8 * g);
+  return ((simd::i8_set1(static_cast<int32_t>(qh)) >> shifts) & 1) << 4;
+}
+
+inline uint32_t load_u32(const uint8_t* p) {
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+
+// Q4_0: { fp16 d; u8 qs[16] }, value = (code - 8) * d.
+struct Q4_0 {
+  static constexpr int kBlockSize = 32;
+  static constexpr std::size_t kBlockBytes = 18;
+  template <typename Sink>
+  static void decode(const uint8_t* block, Sink&& sink) {
+    const F8 d = simd::f8_set1(fp16_to_f32_inline(load_u16(block)));
+    for (int g = 0; g < 4; ++g) sink(g, simd::to_float(legacy_nibbles(block + 2, g) - 8) * d);
+  }
+};
+
+// Q4_1: { fp16 d, m; u8 qs[16] }, value = code * d + m.
+struct Q4_1 {
+  static constexpr int kBlockSize = 32;
+  static constexpr std::size_t kBlockBytes = 20;
+  template <typename Sink>
+  static void decode(const uint8_t* block, Sink&& sink) {
+    const F8 d = simd::f8_set1(fp16_to_f32_inline(load_u16(block)));
+    const F8 m = simd::f8_set1(fp16_to_f32_inline(load_u16(block + 2)));
+    for (int g = 0; g < 4; ++g) sink(g, simd::to_float(legacy_nibbles(block + 4, g)) * d + m);
+  }
+};
+
+// Q5_0: { fp16 d; u8 qh[4]; u8 qs[16] }, value = (code5 - 16) * d.
+struct Q5_0 {
+  static constexpr int kBlockSize = 32;
+  static constexpr std::size_t kBlockBytes = 22;
+  template <typename Sink>
+  static void decode(const uint8_t* block, Sink&& sink) {
+    const F8 d = simd::f8_set1(fp16_to_f32_inline(load_u16(block)));
+    const uint32_t qh = load_u32(block + 2);
+    for (int g = 0; g < 4; ++g) {
+      const I8 code = legacy_nibbles(block + 6, g) | legacy_high_bits(qh, g);
+      sink(g, simd::to_float(code - 16) * d);
+    }
+  }
+};
+
+// Q5_1: { fp16 d, m; u8 qh[4]; u8 qs[16] }, value = code5 * d + m.
+struct Q5_1 {
+  static constexpr int kBlockSize = 32;
+  static constexpr std::size_t kBlockBytes = 24;
+  template <typename Sink>
+  static void decode(const uint8_t* block, Sink&& sink) {
+    const F8 d = simd::f8_set1(fp16_to_f32_inline(load_u16(block)));
+    const F8 m = simd::f8_set1(fp16_to_f32_inline(load_u16(block + 2)));
+    const uint32_t qh = load_u32(block + 4);
+    for (int g = 0; g < 4; ++g) {
+      const I8 code = legacy_nibbles(block + 8, g) | legacy_high_bits(qh, g);
+      sink(g, simd::to_float(code) * d + m);
+    }
+  }
+};
+
+// 6-bit scale and min of sub-block j (0..7) of a Q4_K/Q5_K block, packed in 12 bytes:
+// j < 4: scale = s[j] & 63, min = s[j+4] & 63;
+// j >= 4: scale = (s[j+4] & 15) | (s[j-4] >> 6) << 4, min = (s[j+4] >> 4) | (s[j] >> 6) << 4.
+inline std::pair<int, int> k_scale_min(const uint8_t* s, int j) {
+  if (j < 4) return {s[j] & 63, s[j + 4] & 63};
+  return {(s[j + 4] & 0xf) | ((s[j - 4] >> 6) << 4), (s[j + 4] >> 4) | ((s[j] >> 6) << 4)};
+}
+
+// Q4_K and Q5_K: { fp16 d, dmin; u8 scales[12]; [Q5_K: u8 qh[32]]; u8 qs[128] }, 8 sub-blocks
+// of 32 values. Sub-block j uses nibble (j & 1) of bytes qs[32*(j/2) .. +32); in Q5_K bit j of
+// qh[l] is the fifth bit of value l of sub-block j. value = (d*scale_j) * code - dmin*min_j.
+template <bool kHighBits>
+struct KQuant4or5 {
+  static constexpr int kBlockSize = 256;
+  static constexpr std::size_t kBlockBytes = kHighBits ? 176 : 144;
+  template <typename Sink>
+  static void decode(const uint8_t* block, Sink&& sink) {
+    const float d = fp16_to_f32_inline(load_u16(block));
+    const float dmin = fp16_to_f32_inline(load_u16(block + 2));
+    const uint8_t* scales = block + 4;
+    const uint8_t* qh = block + 16;
+    const uint8_t* qs = block + (kHighBits ? 48 : 16);
+    for (int j = 0; j < 8; ++j) {
+      const auto [scale, min] = k_scale_min(scales, j);
+      const F8 step = simd::f8_set1(d * static_cast<float>(scale));
+      const F8 offset = simd::f8_set1(dmin * static_cast<float>(min));
+      for (int k = 0; k < 4; ++k) {
+        const I8 bytes = simd::i8_load_u8(qs + 32 * (j / 2) + 8 * k);
+        I8 code = (j & 1) ? (bytes >> 4) : (bytes & 0xf);
+        if constexpr (kHighBits) code = code | (((simd::i8_load_u8(qh + 8 * k) >> j) & 1) << 4);
+        sink(4 * j + k, simd::to_float(code) * step - offset);
+      }
+    }
+  }
+};
+using Q4_K = KQuant4or5<false>;
+using Q5_K = KQuant4or5<true>;
+
+// Q6_K: { u8 ql[128]; u8 qh[64]; int8 scales[16]; fp16 d }, two halves of 128 values. In half h,
+// value 32*q + l (quarter q, l < 32) has low bits = nibble (q >= 2) of ql[64h + 32*(q & 1) + l],
+// high bits = (qh[32h + l] >> 2q) & 3, scale = scales[8h + l/16 + 2q];
+// value = (d * scale) * (code6 - 32).
+struct Q6_K {
+  static constexpr int kBlockSize = 256;
+  static constexpr std::size_t kBlockBytes = 210;
+  template <typename Sink>
+  static void decode(const uint8_t* block, Sink&& sink) {
+    const uint8_t* ql = block;
+    const uint8_t* qh = block + 128;
+    const auto* scales = reinterpret_cast<const int8_t*>(block + 192);
+    const float d = fp16_to_f32_inline(load_u16(block + 208));
+    for (int h = 0; h < 2; ++h) {
+      for (int q = 0; q < 4; ++q) {
+        for (int k = 0; k < 4; ++k) {  // values 32q + 8k .. +8 of this half
+          const I8 low_bytes = simd::i8_load_u8(ql + 64 * h + 32 * (q & 1) + 8 * k);
+          const I8 low = q >= 2 ? (low_bytes >> 4) : (low_bytes & 0xf);
+          const I8 high = ((simd::i8_load_u8(qh + 32 * h + 8 * k) >> (2 * q)) & 3) << 4;
+          const F8 step = simd::f8_set1(d * static_cast<float>(scales[8 * h + k / 2 + 2 * q]));
+          sink(16 * h + 4 * q + k, simd::to_float((low | high) - 32) * step);
+        }
+      }
+    }
+  }
+};
+
+// Value i of a row stored in a float type (F32, F16, BF16): for row tails shorter than 8 values.
+inline float float_type_value(GgmlType type, const uint8_t* row, int64_t i) {
+  switch (type) {
+    case GgmlType::F32: return reinterpret_cast<const float*>(row)[i];
+    case GgmlType::F16: return fp16_to_f32_inline(load_u16(row + 2 * i));
+    case GgmlType::BF16: return bf16_to_f32_inline(load_u16(row + 2 * i));
+    default: fail("internal error: {} is not a float type", ggml_type_info(type).name);
+  }
+}
+
+// Calls f.template operator()<Decoder>() for the decoder of `type`; throws for types without one.
+template <typename F>
+decltype(auto) visit_decoder(GgmlType type, F&& f) {
+  switch (type) {
+    case GgmlType::F32: return f.template operator()<F32>();
+    case GgmlType::F16: return f.template operator()<F16>();
+    case GgmlType::BF16: return f.template operator()<BF16>();
+    case GgmlType::Q8_0: return f.template operator()<Q8_0>();
+    case GgmlType::Q4_0: return f.template operator()<Q4_0>();
+    case GgmlType::Q4_1: return f.template operator()<Q4_1>();
+    case GgmlType::Q5_0: return f.template operator()<Q5_0>();
+    case GgmlType::Q5_1: return f.template operator()<Q5_1>();
+    case GgmlType::Q4_K: return f.template operator()<Q4_K>();
+    case GgmlType::Q5_K: return f.template operator()<Q5_K>();
+    case GgmlType::Q6_K: return f.template operator()<Q6_K>();
+    default: fail("tensor type {} is not supported by the kernels", ggml_type_info(type).name);
+  }
+}
+
+}  // namespace mkv::decoders

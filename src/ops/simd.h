@@ -1,0 +1,136 @@
+// Eight-lane float and int32 vectors for the block decoders and matrix kernels (private to
+// src/ops). With MOMENTKV_NATIVE they wrap AVX2 registers; otherwise they are plain arrays that the
+// compiler may vectorise. Both give identical results for every operation except fmadd, which is
+// fused (one rounding) in the native build and a multiply then an add in the portable one.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+
+#include "ops/half.h"
+
+namespace mkv::simd {
+
+#if MOMENTKV_NATIVE
+
+struct F8 {
+  __m256 v;
+};
+struct I8 {
+  __m256i v;
+};
+
+inline F8 f8_zero() { return {_mm256_setzero_ps()}; }
+inline F8 f8_set1(float a) { return {_mm256_set1_ps(a)}; }
+inline F8 f8_load(const float* p) { return {_mm256_loadu_ps(p)}; }
+inline void f8_store(float* p, F8 a) { _mm256_storeu_ps(p, a.v); }
+inline F8 f8_load_fp16(const uint8_t* p) {
+  return {_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)))};
+}
+inline F8 f8_load_bf16(const uint8_t* p) {
+  const __m256i wide = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  return {_mm256_castsi256_ps(_mm256_slli_epi32(wide, 16))};
+}
+inline F8 operator+(F8 a, F8 b) { return {_mm256_add_ps(a.v, b.v)}; }
+inline F8 operator-(F8 a, F8 b) { return {_mm256_sub_ps(a.v, b.v)}; }
+inline F8 operator*(F8 a, F8 b) { return {_mm256_mul_ps(a.v, b.v)}; }
+inline F8 fmadd(F8 a, F8 b, F8 c) { return {_mm256_fmadd_ps(a.v, b.v, c.v)}; }
+inline float hsum(F8 a) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(a.v), _mm256_extractf128_ps(a.v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+inline I8 i8_set1(int32_t a) { return {_mm256_set1_epi32(a)}; }
+inline I8 i8_lane_index() { return {_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)}; }
+// Eight consecutive bytes, zero- or sign-extended to int32.
+inline I8 i8_load_u8(const uint8_t* p) {
+  return {_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)))};
+}
+inline I8 i8_load_s8(const uint8_t* p) {
+  return {_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)))};
+}
+inline I8 operator&(I8 a, I8 b) { return {_mm256_and_si256(a.v, b.v)}; }
+inline I8 operator|(I8 a, I8 b) { return {_mm256_or_si256(a.v, b.v)}; }
+inline I8 operator+(I8 a, I8 b) { return {_mm256_add_epi32(a.v, b.v)}; }
+inline I8 operator-(I8 a, I8 b) { return {_mm256_sub_epi32(a.v, b.v)}; }
+inline I8 operator>>(I8 a, int n) { return {_mm256_srli_epi32(a.v, n)}; }  // logical
+inline I8 operator<<(I8 a, int n) { return {_mm256_slli_epi32(a.v, n)}; }
+inline I8 operator>>(I8 a, I8 n) { return {_mm256_srlv_epi32(a.v, n.v)}; }  // per-lane, logical
+inline F8 to_float(I8 a) { return {_mm256_cvtepi32_ps(a.v)}; }
+
+#else  // portable
+
+struct F8 {
+  float v[8];
+};
+struct I8 {
+  int32_t v[8];
+};
+
+template <typename Op>
+inline F8 f8_map(Op op) {
+  F8 r;
+  for (int i = 0; i < 8; ++i) r.v[i] = op(i);
+  return r;
+}
+template <typename Op>
+inline I8 i8_map(Op op) {
+  I8 r;
+  for (int i = 0; i < 8; ++i) r.v[i] = op(i);
+  return r;
+}
+
+inline F8 f8_zero() { return f8_map([](int) { return 0.0f; }); }
+inline F8 f8_set1(float a) { return f8_map([a](int) { return a; }); }
+inline F8 f8_load(const float* p) { return f8_map([p](int i) { return p[i]; }); }
+inline void f8_store(float* p, F8 a) { std::memcpy(p, a.v, sizeof a.v); }
+inline F8 f8_load_fp16(const uint8_t* p) {
+  return f8_map([p](int i) { return fp16_to_f32_inline(load_u16(p + 2 * i)); });
+}
+inline F8 f8_load_bf16(const uint8_t* p) {
+  return f8_map([p](int i) {
+    const uint32_t bits = uint32_t{load_u16(p + 2 * i)} << 16;
+    float f;
+    std::memcpy(&f, &bits, 4);
+    return f;
+  });
+}
+inline F8 operator+(F8 a, F8 b) { return f8_map([&](int i) { return a.v[i] + b.v[i]; }); }
+inline F8 operator-(F8 a, F8 b) { return f8_map([&](int i) { return a.v[i] - b.v[i]; }); }
+inline F8 operator*(F8 a, F8 b) { return f8_map([&](int i) { return a.v[i] * b.v[i]; }); }
+inline F8 fmadd(F8 a, F8 b, F8 c) { return f8_map([&](int i) { return a.v[i] * b.v[i] + c.v[i]; }); }
+inline float hsum(F8 a) {
+  return ((a.v[0] + a.v[4]) + (a.v[2] + a.v[6])) + ((a.v[1] + a.v[5]) + (a.v[3] + a.v[7]));
+}
+
+inline I8 i8_set1(int32_t a) { return i8_map([a](int) { return a; }); }
+inline I8 i8_lane_index() { return i8_map([](int i) { return i; }); }
+inline I8 i8_load_u8(const uint8_t* p) { return i8_map([p](int i) { return int32_t{p[i]}; }); }
+inline I8 i8_load_s8(const uint8_t* p) {
+  return i8_map([p](int i) { return int32_t{static_cast<int8_t>(p[i])}; });
+}
+inline I8 operator&(I8 a, I8 b) { return i8_map([&](int i) { return a.v[i] & b.v[i]; }); }
+inline I8 operator|(I8 a, I8 b) { return i8_map([&](int i) { return a.v[i] | b.v[i]; }); }
+inline I8 operator+(I8 a, I8 b) { return i8_map([&](int i) { return a.v[i] + b.v[i]; }); }
+inline I8 operator-(I8 a, I8 b) { return i8_map([&](int i) { return a.v[i] - b.v[i]; }); }
+inline I8 operator>>(I8 a, int n) {
+  return i8_map([&](int i) { return static_cast<int32_t>(static_cast<uint32_t>(a.v[i]) >> n); });
+}
+inline I8 operator<<(I8 a, int n) {
+  return i8_map([&](int i) { return static_cast<int32_t>(static_cast<uint32_t>(a.v[i]) << n); });
+}
+inline I8 operator>>(I8 a, I8 n) {
+  return i8_map([&](int i) {
+    return n.v[i] > 31 ? 0 : static_cast<int32_t>(static_cast<uint32_t>(a.v[i]) >> n.v[i]);
+  });
+}
+inline F8 to_float(I8 a) { return f8_map([&](int i) { return static_cast<float>(a.v[i]); }); }
+
+#endif
+
+inline I8 operator&(I8 a, int32_t b) { return a & i8_set1(b); }
+inline I8 operator-(I8 a, int32_t b) { return a - i8_set1(b); }
+
+}  // namespace mkv::simd

@@ -1,0 +1,25 @@
+// Small dense vector kernels used by attention and the forward pass (float32, AVX2 when built
+// with MOMENTKV_NATIVE; the scalar fallback gives the same results to rounding).
+#pragma once
+
+#include <cstdint>
+
+namespace mkv {
+
+float vec_dot(const float* a, const float* b, int n);
+// y += alpha * x
+void vec_axpy(float alpha, const float* x, float* y, int n);
+
+// out[i] = x[i] / sqrt(mean(x²) + eps) * weight[i]   (out may alias x)
+void rmsnorm(const float* x, const float* weight, int n, float eps, float* out);
+
+// gate[i] = silu(gate[i]) * up[i]   (SwiGLU)
+void swiglu(float* gate, const float* up, int64_t n);
+
+// In-place softmax over n logits.
+void softmax(float* x, int n);
+
+// log Σ exp(x[i]) in float64 (stable).
+double log_sum_exp(const float* x, int n);
+
+}  // namespace mkv

@@ -1,0 +1,104 @@
+// The momentkv binary end to end: outputs, exit codes and one-line error messages.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <sys/wait.h>
+
+#include "support/test_support.h"
+
+namespace mkv {
+namespace {
+
+struct RunResult {
+  int exit_code = -1;
+  std::string stdout_text;
+  std::string stderr_text;
+};
+
+// Runs momentkv with `args` (a shell-quoted string), capturing stdout and stderr.
+RunResult run_cli(const std::string& args) {
+  const auto dir = test::temp_dir();
+  const auto err_path = dir / "stderr.txt";
+  const std::string command = std::string(MOMENTKV_BIN) + " " + args + " 2>" + err_path.string();
+  RunResult r;
+  std::FILE* pipe = popen(command.c_str(), "r");
+  if (!pipe) return r;
+  std::array<char, 4096> buf{};
+  std::size_t n;
+  while ((n = std::fread(buf.data(), 1, buf.size(), pipe)) > 0) r.stdout_text.append(buf.data(), n);
+  const int status = pclose(pipe);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.stderr_text = test::read_file(err_path);
+  return r;
+}
+
+std::string stories_model() {
+  auto assets = test::shared_assets();
+  if (!assets || !std::filesystem::exists(*assets / "stories260K.gguf")) return "";
+  return (*assets / "stories260K.gguf").string();
+}
+
+// A failing command prints exactly one line starting with "error:" and exits non-zero.
+void expect_one_line_error(const RunResult& r, const std::string& fragment) {
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_EQ(r.stderr_text.rfind("error: ", 0), 0u) << r.stderr_text;
+  EXPECT_EQ(std::count(r.stderr_text.begin(), r.stderr_text.end(), '\n'), 1) << r.stderr_text;
+  EXPECT_NE(r.stderr_text.find(fragment), std::string::npos) << r.stderr_text;
+}
+
+TEST(Cli, UnknownSubcommandAndFlagsAreOneLineErrors) {
+  expect_one_line_error(run_cli("frobnicate"), "frobnicate");
+  expect_one_line_error(run_cli("generate --no-such-flag"), "--no-such-flag");
+  expect_one_line_error(run_cli("generate -n abc"), "abc");
+}
+
+TEST(Cli, MissingModelFileIsNamed) {
+  expect_one_line_error(run_cli("generate -m /nonexistent/model.gguf -p hi"), "/nonexistent/model.gguf");
+}
+
+TEST(Cli, NotAGgufFileIsRejected) {
+  const auto path = test::temp_dir() / "bad.gguf";
+  std::ofstream(path) << "this is not a gguf file at all";
+  expect_one_line_error(run_cli("generate -m " + path.string() + " -p hi"), "bad.gguf");
+}
+
+TEST(Cli, BadValuesAreRejected) {
+  const std::string model = stories_model();
+  if (model.empty()) GTEST_SKIP() << "shared asset 'stories260K.gguf' not found";
+  expect_one_line_error(run_cli("generate -m " + model + " -p hi -ub 0"), "-ub");
+  expect_one_line_error(run_cli("generate -m " + model + " -p hi -ctk q9"), "q9");
+  expect_one_line_error(run_cli("generate -m " + model + " -p hi --top-p 1.5"), "top");
+  expect_one_line_error(run_cli("generate -m " + model + " -f /nonexistent/prompt.txt"), "/nonexistent/prompt.txt");
+  expect_one_line_error(run_cli("logits -m " + model + " --tokens 1,x,3 -o /dev/null"), "'x'");
+  expect_one_line_error(run_cli("logits -m " + model + " --tokens 1,99999 -o /dev/null"), "99999");
+}
+
+TEST(Cli, GreedyGenerationOfStories260K) {
+  const std::string model = stories_model();
+  if (model.empty()) GTEST_SKIP() << "shared asset 'stories260K.gguf' not found";
+  const RunResult r = run_cli("generate -m " + model + " -p 'Once upon a time' -n 24 --temp 0");
+  ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
+  // The float64 reference's greedy continuation of this prompt starts like this.
+  EXPECT_EQ(r.stdout_text.rfind("Once upon a time, there was a little", 0), 0u) << r.stdout_text;
+  EXPECT_NE(r.stderr_text.find("tok/s"), std::string::npos) << r.stderr_text;
+}
+
+TEST(Cli, LogitsFileHasOneRowPerToken) {
+  const std::string model = stories_model();
+  if (model.empty()) GTEST_SKIP() << "shared asset 'stories260K.gguf' not found";
+  const auto out = test::temp_dir() / "logits.f32";
+  const RunResult r = run_cli("logits -m " + model + " --tokens 1,403,407,261 -o " + out.string());
+  ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
+  EXPECT_EQ(std::filesystem::file_size(out), 4u * 512u * sizeof(float));
+  // Row 0 is the prediction after BOS; the reference's top-1 there is token 403 with logit 17.02352.
+  std::ifstream in(out, std::ios::binary);
+  std::vector<float> row(512);
+  in.read(reinterpret_cast<char*>(row.data()), 512 * sizeof(float));
+  EXPECT_NEAR(row[403], 17.02352, 1e-3);
+}
+
+}  // namespace
+}  // namespace mkv
