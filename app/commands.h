@@ -57,3 +57,15 @@ struct LogitsOptions {
 int run_logits(const LogitsOptions& options);
 
 }  // namespace mkv::cli
+
+namespace mkv::cli {
+
+struct MakeModelOptions {
+  std::string shape = "tiny-llama";  // --shape: a RandomModelSpec preset
+  std::string type = "F32";          // --type: tensor type of the 2-D weights
+  uint64_t seed = 1;                 // --seed
+  std::string output;                // -o
+};
+int run_make_model(const MakeModelOptions& options);
+
+}  // namespace mkv::cli

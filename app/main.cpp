@@ -64,6 +64,15 @@ int main(int argc, char** argv) {
   logits->add_option("--tokens-file", lg.tokens_file, "file with token ids (comma/space separated or a JSON array)");
   logits->add_option("-o,--output", lg.output, "output file: float32 [n_tokens][n_vocab]");
 
+  MakeModelOptions mm;
+  auto* make_model = app.add_subcommand("make-model", "write a seeded random-weight GGUF at a real model's shape");
+  make_model->add_option("--shape", mm.shape, "shape: llama-3.2-1b, llama-3.1-8b, qwen3-4b, qwen2.5-7b, tiny-llama, tiny-qwen2, tiny-qwen3")
+      ->capture_default_str();
+  make_model->add_option("--type", mm.type, "type of the 2-D weights (F32 F16 BF16 Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q4_K Q5_K Q6_K)")
+      ->capture_default_str();
+  make_model->add_option("--seed", mm.seed, "weight seed")->capture_default_str();
+  make_model->add_option("-o,--output", mm.output, "output GGUF file")->required();
+
   try {
     app.parse(normalise_args(argc, argv));
   } catch (const CLI::CallForHelp& e) {
@@ -78,6 +87,7 @@ int main(int argc, char** argv) {
   try {
     if (generate->parsed()) return run_generate(gen);
     if (logits->parsed()) return run_logits(lg);
+    if (make_model->parsed()) return run_make_model(mm);
   } catch (const mkv::MkvError& e) {
     fmt::print(stderr, "error: {}\n", e.what());
     return 1;

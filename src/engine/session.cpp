@@ -12,9 +12,10 @@ Session::Session(Transformer& model, SessionOptions options)
       options_(options),
       n_ctx_(options.n_ctx > 0 ? options.n_ctx : model.config().context_length),
       cache_(model.cache_shape(), options.kv_storage, options.track_moments) {
-  MKV_CHECK(options.ubatch > 0 && options.ubatch <= model.max_batch(),
-            "ubatch {} must be between 1 and the model's batch limit {}", options.ubatch, model.max_batch());
-  positions_.resize(options.ubatch);
+  if (options_.ubatch == 0) options_.ubatch = model.max_batch();
+  MKV_CHECK(options_.ubatch > 0 && options_.ubatch <= model.max_batch(),
+            "ubatch {} must be between 1 and the model's batch limit {}", options_.ubatch, model.max_batch());
+  positions_.resize(options_.ubatch);
   logits_.resize(model.config().n_vocab);
 }
 

@@ -13,7 +13,7 @@
 namespace mkv {
 
 struct SessionOptions {
-  int ubatch = 512;                     // prefill chunk (llama.cpp -ub)
+  int ubatch = 0;                       // prefill chunk (llama.cpp -ub); 0 = the model's batch limit
   int n_ctx = 0;                        // context limit in positions; 0 = the model's
   KvStorage kv_storage = KvStorage::F32;
   bool track_moments = false;           // fold evicted rows into MomentStats (MomentKV / NC)

@@ -3,6 +3,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -12,7 +14,8 @@ namespace mkv {
 
 class GgufWriter {
  public:
-  // Metadata; a key set twice keeps the last value (order of first insertion).
+  // Metadata; a key set twice keeps the last value (order of first insertion). For arrays the
+  // count written is the size of the held vector (array_size is not consulted).
   void set(const std::string& key, GgufValue value);
   void set_u32(const std::string& key, uint32_t v);
   void set_i32(const std::string& key, int32_t v);
@@ -37,6 +40,9 @@ class GgufWriter {
   void write(const std::string& path) const;  // throws MkvError on I/O failure
 
  private:
+  // Passes the encoded file to `sink` piece by piece (header, then each tensor's padding and bytes).
+  void emit(const std::function<void(std::span<const uint8_t>)>& sink) const;
+
   struct Tensor {
     std::string name;
     GgmlType type;

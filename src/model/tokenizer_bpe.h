@@ -50,7 +50,12 @@ class BpeTokenizer final : public Tokenizer {
     int32_t rank;
     int32_t result;  // id of the merged token
   };
-  using PieceCache = std::unordered_map<std::string_view, std::vector<int32_t>>;
+  // Heterogeneous hashing so that the per-call cache of pre-token ids is probed with views.
+  struct StringHash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  using PieceCache = std::unordered_map<std::string, std::vector<int32_t>, StringHash, std::equal_to<>>;
 
   void build_tables();
   void encode_raw_text(std::string_view text, PieceCache& cache, std::vector<int32_t>& out) const;
@@ -58,11 +63,11 @@ class BpeTokenizer final : public Tokenizer {
   const Merge* find_merge(int32_t left, int32_t right) const;
 
   PreTokenizer pre_tokenizer_;
-  std::unordered_map<std::string, int32_t> id_of_bytes_;  // decoded NORMAL token bytes -> id
+  std::unordered_map<std::string, int32_t, StringHash, std::equal_to<>>
+      id_of_bytes_;                                        // decoded NORMAL token bytes -> id
   int32_t id_of_byte_[256];                                // single-byte tokens, -1 when missing
   std::unordered_map<uint64_t, Merge> merges_;             // (left id << 32 | right id) -> merge
   std::vector<std::string> pieces_;                        // (n_vocab) bytes each token stands for
-  std::vector<int32_t> special_ids_;  // CONTROL/UNKNOWN/USER_DEFINED, longest text first
 };
 
 // llama.cpp's clean_spaces passes: " ?" " !" " ." " ," lose the space, " ' " becomes "'", and

@@ -22,6 +22,8 @@ struct ArchCase {
   std::string type;
 };
 
+void PrintTo(const ArchCase& c, std::ostream* os) { *os << c.model << " " << c.type; }
+
 std::string case_name(const ::testing::TestParamInfo<ArchCase>& info) {
   std::string name = info.param.model + "_" + info.param.type;
   std::replace(name.begin(), name.end(), '-', '_');

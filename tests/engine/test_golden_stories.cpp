@@ -6,6 +6,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "core/error.h"
 #include "engine/session.h"
 #include "gguf/gguf_file.h"
 #include "model/transformer.h"

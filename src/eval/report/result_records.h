@@ -1,0 +1,48 @@
+// The common result format every evaluation reduces to, and merging of result folders.
+//
+// A record is one score of one task for one (model, press, budget):
+//   {"model": "...", "press": "snapkv", "budget": 256, "task": "niah_single_1", "score": 93.4, "n": 500}
+// budget is tokens per KV head; 0 means the full cache (no compression). score is on the
+// benchmark's 0–100 scale; n is the number of samples (0 if unknown).
+//
+// A result folder is read as, in order of preference:
+//   scores.jsonl            rows in the common format (what momentkv writes), or
+//   run.json                {"model", "press", "budget"} describing the run, plus
+//     summary.csv           RULER's evaluate.py output (rows Tasks, Score, Nulls "k/N"), and/or
+//     result.json           LongBench's eval.py output {dataset: score}; n = lines of
+//                           {dataset}.jsonl beside it when present.
+// Merging sums shards: records with the same (model, press, budget, task) are combined into the
+// n-weighted mean (all must have n > 0), so shards of one run merge into the full-run score.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace mkv::eval::report {
+
+struct ResultRecord {
+  std::string model;
+  std::string press;
+  int64_t budget = 0;
+  std::string task;
+  double score = 0;
+  int64_t n = 0;
+};
+
+nlohmann::ordered_json to_json(const ResultRecord& record);
+ResultRecord record_from_json(const nlohmann::json& row, const std::string& where);
+
+// Appends records to `folder/scores.jsonl`.
+void append_scores(const std::filesystem::path& folder, const std::vector<ResultRecord>& records);
+
+std::vector<ResultRecord> read_result_folder(const std::filesystem::path& folder);
+
+// Reads every folder, then combines duplicates as described above; sorted by model, task, press, budget.
+std::vector<ResultRecord> merge_result_folders(const std::vector<std::filesystem::path>& folders);
+std::vector<ResultRecord> merge_records(std::vector<ResultRecord> records);
+
+}  // namespace mkv::eval::report

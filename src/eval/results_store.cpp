@@ -1,0 +1,107 @@
+#include "eval/results_store.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "core/error.h"
+
+namespace mkv::eval {
+namespace {
+
+std::string read_all(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return {};
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+int64_t parse_decimal(std::string_view text, std::string_view spec, const char* what) {
+  int64_t value = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  MKV_CHECK(!text.empty() && error == std::errc() && end == text.data() + text.size(),
+            "--shard '{}': the {} '{}' is not a decimal integer", spec, what, text);
+  return value;
+}
+
+}  // namespace
+
+ResultsStore::ResultsStore(std::filesystem::path path) : ResultsStore(std::move(path), std::cerr) {}
+
+ResultsStore::ResultsStore(std::filesystem::path path, std::ostream& log) : path_(std::move(path)) {
+  if (path_.has_parent_path()) std::filesystem::create_directories(path_.parent_path());
+  load(log);
+  fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  MKV_CHECK(fd_ >= 0, "cannot open results file {} for appending: {}", path_.string(), std::strerror(errno));
+}
+
+ResultsStore::~ResultsStore() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void ResultsStore::load(std::ostream& log) {
+  const std::string text = read_all(path_);
+  const size_t complete = text.rfind('\n') == std::string::npos ? 0 : text.rfind('\n') + 1;
+  if (complete < text.size()) {
+    log << "note: " << path_.string() << ": dropping an incomplete last line (" << text.size() - complete
+        << " bytes) left by an interrupted run; that sample will be redone\n";
+    std::filesystem::resize_file(path_, complete);
+  }
+  size_t start = 0;
+  for (int line = 1; start < complete; ++line) {
+    const size_t end = text.find('\n', start);
+    const std::string_view row_text(text.data() + start, end - start);
+    start = end + 1;
+    if (row_text.empty()) continue;
+    nlohmann::json row;
+    try {
+      row = nlohmann::json::parse(row_text);
+    } catch (const nlohmann::json::parse_error& e) {
+      fail("{}:{}: not valid JSON ({})", path_.string(), line, e.what());
+    }
+    MKV_CHECK(row.is_object() && row.contains("index") && row["index"].is_number_integer(),
+              "{}:{}: a result row needs an integer 'index'", path_.string(), line);
+    const auto index = row["index"].get<int64_t>();
+    MKV_CHECK(done_.insert(index).second, "{}:{}: index {} appears twice", path_.string(), line, index);
+    rows_.push_back(std::move(row));
+  }
+}
+
+void ResultsStore::append(const nlohmann::json& row) {
+  MKV_CHECK(row.is_object() && row.contains("index") && row["index"].is_number_integer(),
+            "a result row needs an integer 'index'");
+  const auto index = row["index"].get<int64_t>();
+  MKV_CHECK(!done(index), "{}: index {} is already stored", path_.string(), index);
+  const std::string line = row.dump() + "\n";
+  size_t written = 0;
+  while (written < line.size()) {
+    const ssize_t n = ::write(fd_, line.data() + written, line.size() - written);
+    if (n < 0 && errno == EINTR) continue;
+    MKV_CHECK(n > 0, "cannot append to {}: {}", path_.string(), std::strerror(errno));
+    written += static_cast<size_t>(n);
+  }
+  MKV_CHECK(::fsync(fd_) == 0, "cannot flush {} to disk: {}", path_.string(), std::strerror(errno));
+  done_.insert(index);
+  rows_.push_back(row);
+}
+
+ShardSpec ShardSpec::parse(std::string_view spec) {
+  const size_t slash = spec.find('/');
+  MKV_CHECK(slash != std::string_view::npos, "--shard '{}' must look like i/n (e.g. 0/4)", spec);
+  ShardSpec shard;
+  shard.shard = parse_decimal(spec.substr(0, slash), spec, "shard index");
+  shard.count = parse_decimal(spec.substr(slash + 1), spec, "shard count");
+  MKV_CHECK(shard.count >= 1, "--shard '{}': the shard count must be at least 1", spec);
+  MKV_CHECK(shard.shard >= 0 && shard.shard < shard.count, "--shard '{}': the shard index must be in [0, {})",
+            spec, shard.count);
+  return shard;
+}
+
+}  // namespace mkv::eval

@@ -1,0 +1,94 @@
+#include "eval/ruler/ruler_sample.h"
+
+#include <fstream>
+
+#include "core/error.h"
+
+namespace mkv::eval::ruler {
+namespace {
+
+using json = nlohmann::json;
+
+const json& require(const json& row, const char* field, const std::filesystem::path& path, int line) {
+  auto it = row.find(field);
+  MKV_CHECK(it != row.end(), "{}:{}: missing field '{}'", path.string(), line, field);
+  return *it;
+}
+
+RulerSample parse_row(const json& row, const std::filesystem::path& path, int line) {
+  MKV_CHECK(row.is_object(), "{}:{}: a row must be a JSON object", path.string(), line);
+  RulerSample sample;
+  const json& index = require(row, "index", path, line);
+  MKV_CHECK(index.is_number_integer(), "{}:{}: field 'index' must be an integer", path.string(), line);
+  sample.index = index.get<int64_t>();
+  const json& input = require(row, "input", path, line);
+  MKV_CHECK(input.is_string(), "{}:{}: field 'input' must be a string", path.string(), line);
+  sample.input = input.get<std::string>();
+  const json& outputs = require(row, "outputs", path, line);
+  MKV_CHECK(outputs.is_array() && !outputs.empty(), "{}:{}: field 'outputs' must be a non-empty array",
+            path.string(), line);
+  for (const json& output : outputs) {
+    MKV_CHECK(output.is_string(), "{}:{}: field 'outputs' must hold strings only", path.string(), line);
+    sample.outputs.push_back(output.get<std::string>());
+  }
+  if (auto it = row.find("length"); it != row.end()) {
+    MKV_CHECK(it->is_number_integer(), "{}:{}: field 'length' must be an integer", path.string(), line);
+    sample.length = it->get<int64_t>();
+  }
+  if (auto it = row.find("answer_prefix"); it != row.end()) {
+    MKV_CHECK(it->is_string(), "{}:{}: field 'answer_prefix' must be a string", path.string(), line);
+    sample.answer_prefix = it->get<std::string>();
+  }
+  if (auto it = row.find("others"); it != row.end()) {
+    MKV_CHECK(it->is_object(), "{}:{}: field 'others' must be an object", path.string(), line);
+    sample.others = nlohmann::ordered_json::parse(it->dump());
+  }
+  return sample;
+}
+
+}  // namespace
+
+nlohmann::ordered_json to_json(const RulerSample& sample) {
+  nlohmann::ordered_json row;
+  row["index"] = sample.index;
+  row["input"] = sample.input;
+  row["outputs"] = sample.outputs;
+  row["length"] = sample.length;
+  row["answer_prefix"] = sample.answer_prefix;
+  row["others"] = sample.others;
+  return row;
+}
+
+std::string to_jsonl_line(const RulerSample& sample) { return to_json(sample).dump(); }
+
+std::filesystem::path write_validation_jsonl(const std::filesystem::path& dir, const std::string& task,
+                                             const std::vector<RulerSample>& samples) {
+  const std::filesystem::path path = dir / task / "validation.jsonl";
+  std::filesystem::create_directories(path.parent_path());
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  MKV_CHECK(out.good(), "cannot write RULER samples to {}", path.string());
+  for (const RulerSample& sample : samples) out << to_jsonl_line(sample) << '\n';
+  out.flush();
+  MKV_CHECK(out.good(), "failed writing RULER samples to {}", path.string());
+  return path;
+}
+
+std::vector<RulerSample> read_ruler_jsonl(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  MKV_CHECK(in.good(), "cannot open RULER file {}", path.string());
+  std::vector<RulerSample> samples;
+  std::string text;
+  for (int line = 1; std::getline(in, text); ++line) {
+    if (text.find_first_not_of(" \t\r") == std::string::npos) continue;
+    json row;
+    try {
+      row = json::parse(text);
+    } catch (const json::parse_error& e) {
+      fail("{}:{}: not valid JSON ({})", path.string(), line, e.what());
+    }
+    samples.push_back(parse_row(row, path, line));
+  }
+  return samples;
+}
+
+}  // namespace mkv::eval::ruler

@@ -1,0 +1,262 @@
+#include "kv/press_registry.h"
+
+#include <charconv>
+#include <cmath>
+#include <map>
+
+#include "core/error.h"
+#include "kv/presses/adakv.h"
+#include "kv/presses/full.h"
+#include "kv/presses/h2o.h"
+#include "kv/presses/momentkv.h"
+#include "kv/presses/pyramidkv.h"
+#include "kv/presses/snapkv.h"
+#include "kv/presses/streaming_llm.h"
+
+namespace mkv {
+
+namespace {
+
+enum class Kind { Int, Real, Bool, Choice };
+
+// One parameter: its kind, default, range [lo, hi] (Int/Real) or choices, and help.
+struct Param {
+  const char* key;
+  Kind kind;
+  const char* fallback;  // default; "" = unset (budget/ratio from the flags)
+  double lo, hi;
+  std::vector<std::string> choices;
+  const char* help;
+};
+
+const Param kBudget{"budget", Kind::Int, "", 1, 1e9, {}, "tokens kept per KV head, window included (default: --kv-budget)"};
+const Param kRatio{"ratio", Kind::Real, "", 0, 0.999999, {}, "fraction of tokens removed (default: --compression-ratio)"};
+const Param kSlack{"decode_slack", Kind::Int, "-1", -1, 1e9, {}, "evict again while decoding when a head exceeds budget + slack; -1 = never"};
+const Param kSinks{"sinks", Kind::Int, "4", 0, 1e6, {}, "first tokens always kept"};
+const Param kWindow{"window", Kind::Int, "32", 1, 1e6, {}, "observation window (last queries), always kept"};
+const Param kKernel{"kernel", Kind::Int, "7", 1, 63, {}, "max-pool kernel over the scores (odd)"};
+const Param kBeta{"beta", Kind::Real, "20", 1, 1e6, {}, "PyramidKV: smallest layer budget = (L − window)/beta"};
+const Param kSafeguard{"safeguard", Kind::Real, "0.2", 0, 1, {}, "Ada-KV: share of each head's budget it keeps regardless of scores"};
+const Param kScorer{"scorer", Kind::Choice, "snapkv", 0, 0, {"snapkv", "h2o", "momentkv"}, "scores the adaptive allocation uses"};
+const Param kRounds{"rounds", Kind::Int, "4", 1, 64, {}, "eviction rounds, residuals recomputed each round"};
+const Param kAlloc{"alloc", Kind::Choice, "uniform", 0, 0, {"uniform", "adaptive", "pyramid"}, "budget allocation across heads / layers"};
+const Param kVariant{"variant", Kind::Choice, "paper", 0, 0, {"paper", "grouped"}, "paper: one unclipped summary; grouped: groups=16,clip=1 unless given"};
+const Param kNcOff{"nc", Kind::Bool, "0", 0, 1, {}, "normalisation-corrected attention from the evicted tokens' moments"};
+const Param kNcOn{"nc", Kind::Bool, "1", 0, 1, {}, "normalisation-corrected attention from the evicted tokens' moments"};
+const Param kGroups{"groups", Kind::Int, "1", 1, 64, {}, "moment groups per KV head (virtual slots; k-means on evicted keys)"};
+const Param kClip{"clip", Kind::Bool, "0", 0, 1, {}, "trust region: |τCq| at most the RMS spread of the evicted values"};
+const Param kMeansOnly{"means_only", Kind::Bool, "0", 0, 1, {}, "moments store means only (no co-moment)"};
+
+struct PressDef {
+  const char* name;
+  const char* summary;
+  std::vector<Param> params;
+};
+
+Param with_default(Param p, const char* fallback) {
+  p.fallback = fallback;
+  return p;
+}
+
+std::vector<Param> with_common(std::vector<Param> own, const Param& nc) {
+  for (const Param& p : {kBudget, kRatio, kSlack, nc, kGroups, kClip, kMeansOnly}) own.push_back(p);
+  return own;
+}
+
+const std::vector<PressDef>& definitions() {
+  static const std::vector<PressDef> defs = {
+      {"full", "no eviction (reference)", {}},
+      {"streaming_llm", "StreamingLLM: sinks + most recent tokens", with_common({kSinks}, kNcOff)},
+      {"h2o", "H2O: accumulated attention column sums", with_common({kWindow, kSinks}, kNcOff)},
+      {"snapkv", "SnapKV: observation-window attention, max-pooled", with_common({kWindow, kKernel, kSinks}, kNcOff)},
+      {"pyramidkv", "PyramidKV: SnapKV scores, budgets decreasing with depth",
+       with_common({kWindow, kKernel, kSinks, kBeta}, kNcOff)},
+      {"adakv", "Ada-KV: adaptive per-head budgets around any scorer",
+       with_common({kScorer, kSafeguard, kWindow, kKernel, kSinks, with_default(kRounds, "1")}, kNcOff)},
+      {"momentkv", "MomentKV: moment-informed eviction (alpha·|residual|) + NC",
+       with_common({kWindow, kKernel, kSinks, kRounds, kAlloc, kSafeguard, kBeta, kVariant}, kNcOn)},
+  };
+  return defs;
+}
+
+const PressDef& find_press(std::string_view name) {
+  std::string known;
+  for (const PressDef& d : definitions()) {
+    if (d.name == name) return d;
+    known += known.empty() ? d.name : std::string(", ") + d.name;
+  }
+  fail("unknown press '{}' (known: {})", name, known);
+}
+
+// Parsed values of one spec: key → (value text, given explicitly).
+class Values {
+ public:
+  Values(const PressDef& def) : def_(def) {
+    for (const Param& p : def.params) values_[p.key] = {p.fallback, false};
+  }
+  void set(std::string_view key, std::string_view text) {
+    const Param* param = nullptr;
+    for (const Param& p : def_.params) if (p.key == key) param = &p;
+    if (!param) {
+      std::string keys;
+      for (const Param& p : def_.params) keys += keys.empty() ? p.key : std::string(", ") + p.key;
+      fail("press '{}': unknown parameter '{}' (parameters: {})", def_.name, key, keys.empty() ? "none" : keys);
+    }
+    auto& slot = values_[param->key];
+    MKV_CHECK(!slot.second, "press '{}': parameter '{}' given twice", def_.name, key);
+    check(*param, text);
+    slot = {std::string(text), true};
+  }
+  // Keys the press does not have read as unset ("", not given).
+  bool given(const char* key) const { return lookup(key).second; }
+  const std::string& text(const char* key) const { return lookup(key).first; }
+  double real(const char* key) const { return std::stod(text(key)); }
+  int integer(const char* key) const { return int(real(key)); }
+  bool flag(const char* key) const { return text(key) == "1" || text(key) == "true"; }
+  void set_default(const char* key, const char* text) { if (!given(key)) values_[key].first = text; }
+  std::string canonical() const {
+    std::string out = def_.name;
+    char sep = ':';
+    for (const Param& p : def_.params) {
+      if (text(p.key).empty()) continue;
+      out += sep + std::string(p.key) + "=" + text(p.key);
+      sep = ',';
+    }
+    return out;
+  }
+
+ private:
+  const std::pair<std::string, bool>& lookup(const char* key) const {
+    static const std::pair<std::string, bool> unset{"", false};
+    const auto it = values_.find(key);
+    return it == values_.end() ? unset : it->second;
+  }
+  void check(const Param& p, std::string_view text) const {
+    if (p.kind == Kind::Choice) {
+      for (const std::string& c : p.choices) if (c == text) return;
+      std::string options;
+      for (const std::string& c : p.choices) options += options.empty() ? c : "|" + c;
+      fail("press '{}': {}={} is not one of {}", def_.name, p.key, text, options);
+    }
+    if (p.kind == Kind::Bool) {
+      MKV_CHECK(text == "0" || text == "1" || text == "true" || text == "false",
+                "press '{}': {}={} is not a boolean (0|1)", def_.name, p.key, text);
+      return;
+    }
+    double value = 0.0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+    MKV_CHECK(ec == std::errc() && end == text.data() + text.size() && std::isfinite(value) &&
+                  (p.kind == Kind::Real || value == std::floor(value)),
+              "press '{}': {}={} is not {}", def_.name, p.key, text, p.kind == Kind::Int ? "an integer" : "a number");
+    MKV_CHECK(value >= p.lo && value <= p.hi, "press '{}': {}={} is out of range [{}, {}]", def_.name,
+              p.key, text, p.lo, p.hi);
+  }
+
+  const PressDef& def_;
+  std::map<std::string, std::pair<std::string, bool>, std::less<>> values_;
+};
+
+std::unique_ptr<Scorer> make_scorer(std::string_view name, const Values& v, const Protection& protection) {
+  if (name == "streaming_llm") return std::make_unique<RecencyScorer>();
+  if (name == "h2o") return std::make_unique<H2OScorer>();
+  if (name == "snapkv") return std::make_unique<SnapKVScorer>(v.integer("window"), v.integer("kernel"));
+  MKV_ASSERT(name == "momentkv");
+  return std::make_unique<MomentScorer>(v.integer("window"), v.integer("kernel"), protection);
+}
+
+ScorerPressOptions common_options(const PressDef& def, Values& v, const Budget& budget) {
+  ScorerPressOptions o;
+  MKV_CHECK(!(v.given("budget") && v.given("ratio")), "press '{}': give budget= or ratio=, not both", def.name);
+  o.budget = budget;
+  if (v.given("budget")) o.budget = Budget{v.integer("budget"), 0.0};
+  if (v.given("ratio")) o.budget = Budget{0, v.real("ratio")};
+  o.protection.sinks = v.integer("sinks");
+  o.protection.window = v.text("window").empty() ? 0 : v.integer("window");
+  o.decode_slack = v.integer("decode_slack");
+  if (v.text("variant") == "grouped") {
+    v.set_default("groups", "16");
+    v.set_default("clip", "1");
+  } else if (v.text("variant") == "paper") {
+    MKV_CHECK(!v.flag("clip") && v.integer("groups") == 1 && !v.flag("means_only"),
+              "press '{}': variant=paper fixes groups=1, clip=0, means_only=0 (use variant=grouped)", def.name);
+  }
+  o.nc = v.flag("nc");
+  o.moments.groups = v.integer("groups");
+  o.moments.clip = v.flag("clip");
+  o.moments.comoment = !v.flag("means_only");
+  if (v.given("kernel")) MKV_CHECK(v.integer("kernel") % 2 == 1, "press '{}': kernel={} must be odd", def.name, v.text("kernel"));
+  return o;
+}
+
+}  // namespace
+
+const std::vector<PressInfo>& press_catalog() {
+  static const std::vector<PressInfo> catalog = [] {
+    std::vector<PressInfo> out;
+    for (const PressDef& d : definitions()) {
+      PressInfo info{d.name, d.summary, {}};
+      for (const Param& p : d.params) info.params.push_back({p.key, p.fallback, p.help});
+      out.push_back(std::move(info));
+    }
+    return out;
+  }();
+  return catalog;
+}
+
+std::string press_help() {
+  std::string out = "Presses (--press name:key=value,...):\n";
+  for (const PressInfo& info : press_catalog()) {
+    out += fmt::format("  {:<14} {}\n", info.name, info.summary);
+    for (const PressParamInfo& p : info.params)
+      out += fmt::format("      {:<13} {:<8} {}\n", p.key, p.default_value.empty() ? "-" : p.default_value, p.help);
+  }
+  return out;
+}
+
+std::unique_ptr<Press> make_press(std::string_view spec, const Budget& budget) {
+  MKV_CHECK(budget.tokens >= 0 && budget.ratio >= 0.0 && budget.ratio < 1.0,
+            "budget {} tokens / compression ratio {} is invalid (tokens ≥ 1, ratio in [0, 1))",
+            budget.tokens, budget.ratio);
+  const std::size_t colon = spec.find(':');
+  const PressDef& def = find_press(spec.substr(0, colon));
+  Values v(def);
+  if (colon != std::string_view::npos) {
+    std::string_view rest = spec.substr(colon + 1);
+    while (!rest.empty()) {
+      const std::size_t comma = rest.find(',');
+      const std::string_view item = rest.substr(0, comma);
+      const std::size_t eq = item.find('=');
+      MKV_CHECK(eq != std::string_view::npos && eq > 0, "press '{}': '{}' is not key=value", def.name, item);
+      v.set(item.substr(0, eq), item.substr(eq + 1));
+      rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+    }
+  }
+  std::unique_ptr<Press> press;
+  const std::string name = def.name;
+  if (name == "full") {
+    press = std::make_unique<FullPress>();
+  } else {
+    ScorerPressOptions o = common_options(def, v, budget);
+    if (name == "pyramidkv") {
+      o.beta = v.real("beta");
+      press = make_pyramidkv(v.integer("window"), v.integer("kernel"), o);
+    } else if (name == "adakv") {
+      o.safeguard = v.real("safeguard");
+      o.rounds = v.integer("rounds");
+      press = make_adakv(make_scorer(v.text("scorer"), v, o.protection), o);
+    } else if (name == "momentkv") {
+      o.rounds = v.integer("rounds");
+      o.safeguard = v.real("safeguard");
+      o.beta = v.real("beta");
+      const std::string& alloc = v.text("alloc");
+      o.allocation = alloc == "adaptive" ? Allocation::Adaptive : alloc == "pyramid" ? Allocation::Pyramid : Allocation::Uniform;
+      press = std::make_unique<ScorerPress>(make_scorer(name, v, o.protection), o);
+    } else {
+      press = std::make_unique<ScorerPress>(make_scorer(name, v, o.protection), o);
+    }
+  }
+  press->set_spec(v.canonical());
+  return press;
+}
+
+}  // namespace mkv

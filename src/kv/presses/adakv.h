@@ -1,0 +1,23 @@
+// Ada-KV: "Ada-KV: Optimizing KV Cache Eviction by Adaptive Budget Allocation for Efficient LLM
+// Inference" (Feng et al., 2024, arXiv 2407.11550). METHODS.md §6.6.
+//
+// Wraps any scorer: inside a layer of H KV heads with candidate budget B = L − window − sinks,
+// the global top H·B scores give c_h per head; head h keeps b_h = round(c_h(1 − a) + aB) plus
+// its protected rows (adaptive_budgets in selection.h). Heads become ragged.
+//
+// Spec: adakv:scorer=snapkv,safeguard=0.2,window=32,kernel=7,sinks=4,nc=0 (+ budget, ...);
+// scorer ∈ {snapkv, h2o, momentkv} takes that scorer's parameters.
+#pragma once
+
+#include <memory>
+
+#include "kv/presses/scorer_press.h"
+
+namespace mkv {
+
+inline std::unique_ptr<Press> make_adakv(std::unique_ptr<Scorer> scorer, ScorerPressOptions options) {
+  options.allocation = Allocation::Adaptive;
+  return std::make_unique<ScorerPress>(std::move(scorer), options);
+}
+
+}  // namespace mkv

@@ -1,0 +1,55 @@
+#include "kv/presses/momentkv.h"
+
+#include <cmath>
+
+#include "kv/nc.h"
+
+namespace mkv {
+
+namespace {
+
+// residual_norms (length): ‖v_j − estimate_j‖ where estimate_j = f̂_E(k_j) when the head has
+// evicted tokens, else the mean value of the candidate rows [begin, end).
+template <typename Moments>
+void residual_norms(const KvHeadView& view, const Moments* moments, float scale, int32_t begin,
+                    int32_t end, std::vector<float>& norms) {
+  const int d_k = view.head_dim_k, d_v = view.head_dim_v;
+  const std::vector<float> keys = head_keys(view), values = head_values(view);  // (length, d)
+  std::vector<float> estimate(d_v, 0.0f);
+  const bool summary = moments != nullptr && moments->count() > 0;
+  if (!summary && end > begin) {
+    for (int32_t j = begin; j < end; ++j)
+      for (int b = 0; b < d_v; ++b) estimate[b] += values[std::size_t(j) * d_v + b];
+    for (float& x : estimate) x /= float(end - begin);
+  }
+  norms.assign(view.length, 0.0f);
+  for (int32_t j = 0; j < view.length; ++j) {
+    if (summary) moment_estimate(*moments, &keys[std::size_t(j) * d_k], scale, estimate.data());
+    double sq = 0.0;
+    for (int b = 0; b < d_v; ++b) {
+      const double r = values[std::size_t(j) * d_v + b] - estimate[b];
+      sq += r * r;
+    }
+    norms[j] = float(std::sqrt(sq));
+  }
+}
+
+}  // namespace
+
+MomentScorer::MomentScorer(int window, int kernel, const Protection& protection)
+    : SnapKVScorer(window, kernel), protection_(protection) {}
+
+void MomentScorer::score(const KvCache& cache, int layer, HeadScores& scores) {
+  SnapKVScorer::score(cache, layer, scores);  // α
+#pragma omp parallel for schedule(dynamic)
+  for (int kv = 0; kv < geometry_.n_kv_heads; ++kv) {
+    const KvHeadView view = cache.head(layer, kv);
+    const int32_t begin = std::min<int32_t>(protection_.sinks, view.length);
+    const int32_t end = view.length - std::min<int32_t>(protection_.window, view.length - begin);
+    std::vector<float> norms;  // (length) ‖r_j‖
+    residual_norms(view, view.moments, geometry_.scale, begin, end, norms);
+    for (int32_t j = 0; j < view.length; ++j) scores[kv][j] *= norms[j];
+  }
+}
+
+}  // namespace mkv

@@ -1,0 +1,37 @@
+// MomentKV: "MomentKV" (Li, Li, Lan, 2026, arXiv 2606.01563). METHODS.md §3–4, §7.
+//
+// Moment-informed eviction (MI): the residual of retained row j against the current summary of
+// the evicted tokens, its own key standing in for the query,
+//   r_j = v_j − f̂_E(k_j) = v_j − v̄ − τ C k_j    (n_e = 0: r_j = v_j − mean of candidate values),
+// scored α_j·‖r_j‖ with α_j the SnapKV observation-window score (group mean). Evicts in `rounds`
+// rounds, each recomputing residuals against the moments grown by the previous rounds.
+// NC (normalisation-corrected attention) on by default.
+//
+// Spec and defaults:
+//   momentkv:window=32,kernel=7,sinks=4,rounds=4,alloc=uniform,nc=1,variant=paper
+//   alloc      uniform | adaptive (Ada-KV's rule on α·‖r‖, safeguard=0.2) | pyramid
+//   nc=0       MI selection without NC (moments still tracked: the scores need them)
+//   variant    paper:   one summary per head, unclipped (d_k·d_v + d_k + d_v + 1 numbers/head)
+//              grouped: groups=16, clip=1 unless given (METHODS.md §7.1's best; G·(d_k·d_v +
+//                       d_k + d_v + 2) numbers/head, ≈ 16·(d+2)/2 tokens at d_k = d_v = d)
+//   groups=G   G moment groups per head, each its own virtual slot (needs a MomentGroups cache)
+//   clip=1     trust region: ‖τ C q‖ ≤ RMS spread of the group's values (+1 number per group)
+//   means_only=1  groups store means only (d_k + d_v + 1 numbers per group)
+#pragma once
+
+#include "kv/presses/snapkv.h"
+
+namespace mkv {
+
+class MomentScorer : public SnapKVScorer {
+ public:
+  // protection: which rows are candidates (for the n_e = 0 value mean).
+  MomentScorer(int window, int kernel, const Protection& protection);
+  void score(const KvCache& cache, int layer, HeadScores& scores) override;
+  bool needs_moments() const override { return true; }
+
+ private:
+  Protection protection_;
+};
+
+}  // namespace mkv

@@ -1,0 +1,85 @@
+// ScorerPress: the composable core of every scoring method (kvpress's ScorerPress + wrappers).
+// A Scorer only produces scores[kv_head][token] for a layer; ScorerPress turns them into kept
+// tokens through selection.h, with
+//   - allocation: uniform (L per head), pyramid (PyramidKV layer budgets), adaptive (Ada-KV
+//     per-head budgets inside a layer, safeguard a);
+//   - rounds: T rounds each evicting an equal share of what remains to evict, scores recomputed
+//     between rounds (so moment-aware scorers see the moments grow; METHODS.md §4);
+//   - decode_slack S ≥ 0: after a decode step, compress a layer again once it exceeds L + S;
+//   - nc and the moment configuration (any selection × NC on/off).
+#pragma once
+
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "kv/press.h"
+
+namespace mkv {
+
+// scores[kv_head][row]: higher = keep; one vector per KV head of the layer, of the head's length.
+using HeadScores = std::vector<std::vector<float>>;
+
+class Scorer {
+ public:
+  virtual ~Scorer() = default;
+  virtual void reset(const PressGeometry& geometry) { geometry_ = geometry; }
+  virtual void observe(int layer, int n_tokens, const float* q, const int32_t* positions,
+                       const KvCache& cache) {}
+  virtual void score(const KvCache& cache, int layer, HeadScores& scores) = 0;
+  // Called after cache.retain(layer, kv_head, keep) so per-row state can be compacted.
+  virtual void on_retain(int layer, int kv_head, std::span<const int32_t> keep) {}
+  // True when the scores read the cache's moments (they must then be tracked even without NC).
+  virtual bool needs_moments() const { return false; }
+
+ protected:
+  PressGeometry geometry_;
+};
+
+enum class Allocation { Uniform, Pyramid, Adaptive };
+
+struct ScorerPressOptions {
+  Budget budget;
+  Protection protection;                   // sinks and window always kept
+  Allocation allocation = Allocation::Uniform;
+  double beta = 20.0;                      // pyramid: min layer budget = B/β
+  double safeguard = 0.2;                  // adaptive: a
+  int rounds = 1;                          // T
+  int decode_slack = -1;                   // S; < 0: no decode-time eviction
+  bool nc = false;                         // normalisation-corrected attention
+  MomentConfig moments;                    // groups / comoment / clip; .track is derived
+};
+
+class ScorerPress : public Press {
+ public:
+  ScorerPress(std::unique_ptr<Scorer> scorer, const ScorerPressOptions& options);
+
+  void reset(const PressGeometry& geometry) override;
+  void observe(int layer, int n_tokens, const float* q, const int32_t* positions,
+               const KvCache& cache) override;
+  void compress(KvCache& cache, CompressReason reason) override;
+  MomentConfig moment_config() const override;
+  bool nc() const override { return options_.nc; }
+
+  Scorer& scorer() { return *scorer_; }
+  const ScorerPressOptions& options() const { return options_; }
+
+  // Final rows each head of `layer` may keep (window included) given its current scores.
+  std::vector<int32_t> final_keep(const KvCache& cache, int layer, const HeadScores& scores) const;
+
+ private:
+  int32_t layer_budget(const KvCache& cache, int layer) const;  // L, or PyramidKV's L_l
+  bool layer_over(const KvCache& cache, int layer, int32_t slack) const;
+  void compress_layer(KvCache& cache, int layer);
+
+  std::unique_ptr<Scorer> scorer_;
+  ScorerPressOptions options_;
+  PressGeometry geometry_;
+  HeadScores scores_;  // (n_kv_heads, head length) scratch of the layer being compressed
+};
+
+// Rows of one head converted to float32: keys (length, d_k) / values (length, d_v).
+std::vector<float> head_keys(const KvHeadView& view);
+std::vector<float> head_values(const KvHeadView& view);
+
+}  // namespace mkv

@@ -1,0 +1,69 @@
+#include "kv/presses/snapkv.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+#include "kv/presses/attention_scores.h"
+
+namespace mkv {
+
+SnapKVScorer::SnapKVScorer(int window, int kernel) : window_(window), kernel_(kernel) {
+  MKV_ASSERT(window >= 1 && kernel >= 1 && kernel % 2 == 1);
+}
+
+void SnapKVScorer::reset(const PressGeometry& geometry) {
+  Scorer::reset(geometry);
+  observed_.assign(geometry.n_layers, {});
+}
+
+void SnapKVScorer::observe(int layer, int n_tokens, const float* q, const int32_t* positions,
+                           const KvCache& cache) {
+  Observed& obs = observed_[layer];
+  const std::size_t row = std::size_t(geometry_.n_heads) * geometry_.head_dim_k;  // one token's queries
+  const int take = std::min(n_tokens, window_);
+  const int first = n_tokens - take;
+  obs.q.insert(obs.q.end(), q + first * row, q + n_tokens * row);
+  obs.positions.insert(obs.positions.end(), positions + first, positions + n_tokens);
+  const int excess = int(obs.positions.size()) - window_;
+  if (excess > 0) {
+    obs.q.erase(obs.q.begin(), obs.q.begin() + excess * row);
+    obs.positions.erase(obs.positions.begin(), obs.positions.begin() + excess);
+  }
+}
+
+void SnapKVScorer::score(const KvCache& cache, int layer, HeadScores& scores) {
+  const PressGeometry& g = geometry_;
+  const Observed& obs = observed_[layer];
+  const int n_obs = int(obs.positions.size());
+  const int group = g.group_size(), half = kernel_ / 2;
+  scores.resize(g.n_kv_heads);
+#pragma omp parallel for schedule(dynamic)
+  for (int kv = 0; kv < g.n_kv_heads; ++kv) {
+    const KvHeadView view = cache.head(layer, kv);
+    const std::vector<float> keys = head_keys(view);  // (length, d_k)
+    const int32_t length = view.length;
+    // Rows before the observation window: [0, prefix).
+    const int32_t prefix = n_obs > 0 ? visible_rows(view.positions, length, obs.positions[0] - 1) : length;
+    std::vector<float>& out = scores[kv];
+    out.assign(length, 0.0f);
+    std::vector<float> sums(length), logits;  // (length) one query head's column sums
+    for (int h = kv * group; h < (kv + 1) * group; ++h) {
+      std::fill(sums.begin(), sums.end(), 0.0f);
+      for (int t = 0; t < n_obs; ++t) {
+        const float* q = &obs.q[(std::size_t(t) * g.n_heads + h) * g.head_dim_k];
+        const int32_t visible = visible_rows(view.positions, length, obs.positions[t]);
+        add_attention(q, keys.data(), visible, g.head_dim_k, g.scale, 1.0f, sums.data(), logits);
+      }
+      for (int32_t j = 0; j < prefix; ++j) {  // max-pool over the prefix, then group mean
+        float pooled = sums[j];
+        for (int32_t i = std::max(0, j - half); i <= std::min(prefix - 1, j + half); ++i)
+          pooled = std::max(pooled, sums[i]);
+        out[j] += pooled / float(group);
+      }
+    }
+    const float top = prefix > 0 ? *std::max_element(out.begin(), out.begin() + prefix) : 1.0f;
+    std::fill(out.begin() + prefix, out.end(), top);
+  }
+}
+
+}  // namespace mkv

@@ -1,0 +1,94 @@
+// matmul and dot_row against a float64 reference built from dequantize_row, for every type.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <tuple>
+
+#include "ops/matmul.h"
+#include "ops/ops_test_util.h"
+
+namespace mkv {
+namespace {
+
+using test::kComputableTypes;
+
+// The result must be within this fraction of sum |w * x| of the exact (float64) dot product.
+constexpr double kRelativeTolerance = 1e-5;
+
+struct Problem {
+  GgmlType type;
+  int64_t rows, cols, n_tokens;
+};
+
+void check_against_reference(const Problem& p) {
+  const auto weights = test::quantize_matrix(p.type, test::gaussian(p.rows * p.cols, 3, 0.5f), p.rows, p.cols);
+  const auto x = test::gaussian(p.n_tokens * p.cols, 5);
+  const WeightMatrix w{p.type, weights.data(), p.rows, p.cols};
+  std::vector<float> y(p.n_tokens * p.rows, std::nanf(""));
+  matmul(w, x.data(), p.n_tokens, y.data());
+
+  std::vector<float> row(p.cols);
+  double worst = 0;
+  for (int64_t r = 0; r < p.rows; ++r) {
+    dequantize_row(p.type, weights.data() + r * w.row_bytes(), row.data(), p.cols);
+    for (int64_t t = 0; t < p.n_tokens; ++t) {
+      double exact = 0, magnitude = 0;
+      for (int64_t c = 0; c < p.cols; ++c) {
+        exact += double(row[c]) * x[t * p.cols + c];
+        magnitude += std::fabs(double(row[c]) * x[t * p.cols + c]);
+      }
+      const double error = std::fabs(y[t * p.rows + r] - exact) / std::max(magnitude, 1e-30);
+      worst = std::max(worst, error);
+      ASSERT_LE(error, kRelativeTolerance) << "row " << r << " token " << t << ": " << y[t * p.rows + r] << " vs " << exact;
+    }
+  }
+  if (p.rows * p.n_tokens > 1000)
+    std::printf("%-5s %lldx%lld, %lld tokens: worst relative error %.2e\n",
+                std::string(ggml_type_info(p.type).name).c_str(), (long long)p.rows, (long long)p.cols,
+                (long long)p.n_tokens, worst);
+}
+
+class MatmulType : public ::testing::TestWithParam<GgmlType> {};
+
+TEST_P(MatmulType, MatchesFloat64ReferenceOnSmallShapes) {
+  for (int64_t rows : {1, 3, 17})
+    for (int64_t n_tokens : {1, 2, 7, 64}) {
+      SCOPED_TRACE(testing::Message() << rows << " rows, " << n_tokens << " tokens");
+      check_against_reference({GetParam(), rows, 768, n_tokens});  // 3 K blocks, 24 legacy blocks
+    }
+}
+
+TEST_P(MatmulType, MatchesFloat64ReferenceOnALargerBlockedShape) {
+  // Several row items (130 > 64 rows), column chunks (2048 > 1024) and token items (70 > 64).
+  check_against_reference({GetParam(), 130, 2048, 70});
+}
+
+TEST_P(MatmulType, DotRowEqualsTheMatmulRow) {
+  const GgmlType type = GetParam();
+  const int64_t rows = 9, cols = 512;
+  const auto weights = test::quantize_matrix(type, test::gaussian(rows * cols, 8), rows, cols);
+  const auto x = test::gaussian(cols, 9);
+  const WeightMatrix w{type, weights.data(), rows, cols};
+  std::vector<float> y(rows);
+  matmul(w, x.data(), 1, y.data());
+  for (int64_t r = 0; r < rows; ++r) EXPECT_EQ(dot_row(w, r, x.data()), y[r]) << r;
+}
+
+INSTANTIATE_TEST_SUITE_P(AllComputableTypes, MatmulType, ::testing::ValuesIn(kComputableTypes),
+                         [](const auto& info) { return std::string(ggml_type_info(info.param).name); });
+
+TEST(Matmul, FloatTypesWithColumnsNotAMultipleOfEight) {
+  for (GgmlType type : {GgmlType::F32, GgmlType::F16, GgmlType::BF16})
+    for (int64_t cols : {1, 13, 45}) check_against_reference({type, 5, cols, 4});
+}
+
+TEST(Matmul, RejectsBadShapes) {
+  std::vector<uint8_t> data(1024);
+  float x[64] = {}, y[4];
+  EXPECT_THROW(matmul({GgmlType::Q8_0, data.data(), 1, 48}, x, 1, y), std::exception);
+  EXPECT_THROW(matmul({GgmlType::Q2_K, data.data(), 1, 256}, x, 1, y), std::exception);
+  EXPECT_THROW(dot_row({GgmlType::F32, data.data(), 2, 4}, 2, x), std::exception);
+}
+
+}  // namespace
+}  // namespace mkv
