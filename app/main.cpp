@@ -2,6 +2,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <string>
@@ -73,6 +74,12 @@ int main(int argc, char** argv) {
   make_model->add_option("--seed", mm.seed, "weight seed")->capture_default_str();
   make_model->add_option("-o,--output", mm.output, "output GGUF file")->required();
 
+  std::vector<std::string> names;
+  for (const auto* sub : app.get_subcommands({})) names.push_back(sub->get_name());
+  if (argc > 1 && argv[1][0] != '-' && std::find(names.begin(), names.end(), argv[1]) == names.end()) {
+    fmt::print(stderr, "error: unknown command '{}' (commands: {})\n", argv[1], fmt::join(names, ", "));
+    return 2;
+  }
   try {
     app.parse(normalise_args(argc, argv));
   } catch (const CLI::CallForHelp& e) {

@@ -45,7 +45,8 @@ uint64_t read_everything(const mkv::GgufFile& file) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
   try {
-    const mkv::GgufFile file = mkv::GgufFile::from_bytes(std::vector<uint8_t>(data, data + size), "fuzz-input");
+    const mkv::GgufFile file =
+        mkv::GgufFile::from_bytes(std::vector<uint8_t>(data, data + size), "fuzz-input");
     volatile uint64_t sink = read_everything(file);
     (void)sink;
   } catch (const mkv::MkvError&) {

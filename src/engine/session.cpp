@@ -11,20 +11,39 @@ Session::Session(Transformer& model, SessionOptions options)
     : model_(model),
       options_(options),
       n_ctx_(options.n_ctx > 0 ? options.n_ctx : model.config().context_length),
-      cache_(model.cache_shape(), options.kv_storage, options.track_moments) {
+      cache_(model.cache_shape(), options.kv_storage, options.press ? options.press->moment_config() : MomentConfig{}) {
   if (options_.ubatch == 0) options_.ubatch = model.max_batch();
   MKV_CHECK(options_.ubatch > 0 && options_.ubatch <= model.max_batch(),
             "ubatch {} must be between 1 and the model's batch limit {}", options_.ubatch, model.max_batch());
   positions_.resize(options_.ubatch);
   logits_.resize(model.config().n_vocab);
+  if (options_.press) {
+    cache_.set_nc(options_.press->nc());
+    options_.press->reset(geometry());
+  }
+}
+
+PressGeometry Session::geometry() const {
+  const ModelConfig& c = model_.config();
+  return {c.n_layers, c.n_heads, c.n_kv_heads, c.head_dim_k, c.head_dim_v, c.attention_scale()};
 }
 
 void Session::reset() {
   cache_.clear();
   n_past_ = 0;
+  if (options_.press) options_.press->reset(geometry());
 }
 
-void Session::run(std::span<const int32_t> tokens, float* out, bool all_logits) {
+void Session::on_queries(int layer, int n_tokens, const float* q, const int32_t* positions, const KvCache& cache) {
+  if (options_.press) options_.press->observe(layer, n_tokens, q, positions, cache);
+  if (observer_) observer_->on_queries(layer, n_tokens, q, positions, cache);
+}
+
+void Session::compress(CompressReason reason) {
+  if (options_.press) options_.press->compress(cache_, reason);
+}
+
+void Session::run(std::span<const int32_t> tokens, float* out, bool all_logits, bool compress_chunks) {
   const auto n = static_cast<int64_t>(tokens.size());
   MKV_CHECK(n > 0, "nothing to evaluate: empty token list");
   MKV_CHECK(n_past_ + n <= n_ctx_, "context is full: {} positions held + {} new > context size {} (raise -c)",
@@ -36,18 +55,26 @@ void Session::run(std::span<const int32_t> tokens, float* out, bool all_logits) 
     // Every chunk of a last-row-only run overwrites `out`; the final chunk's row remains.
     float* chunk_out = all_logits ? out + start * n_vocab : out;
     model_.forward(tokens.subspan(start, chunk), std::span<const int32_t>(positions_.data(), chunk), cache_,
-                   chunk_out, all_logits, observer_);
+                   chunk_out, all_logits, this);
     n_past_ += chunk;
+    if (compress_chunks) compress(CompressReason::AfterChunk);
   }
 }
 
 std::span<const float> Session::prefill(std::span<const int32_t> tokens) {
-  run(tokens, logits_.data(), /*all_logits=*/false);
+  run(tokens, logits_.data(), /*all_logits=*/false, options_.compress_each_chunk);
+  compress(CompressReason::AfterPrefill);
   return logits_;
 }
 
-std::span<const float> Session::decode(int32_t token) { return prefill(std::span<const int32_t>(&token, 1)); }
+std::span<const float> Session::decode(int32_t token) {
+  run(std::span<const int32_t>(&token, 1), logits_.data(), /*all_logits=*/false, /*compress_chunks=*/false);
+  compress(CompressReason::AfterDecodeStep);
+  return logits_;
+}
 
-void Session::evaluate(std::span<const int32_t> tokens, float* out) { run(tokens, out, /*all_logits=*/true); }
+void Session::evaluate(std::span<const int32_t> tokens, float* out) {
+  run(tokens, out, /*all_logits=*/true, /*compress_chunks=*/false);
+}
 
 }  // namespace mkv

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "kv/kv_cache.h"
+#include "kv/press.h"
 #include "model/transformer.h"
 
 namespace mkv {
@@ -16,10 +17,14 @@ struct SessionOptions {
   int ubatch = 0;                       // prefill chunk (llama.cpp -ub); 0 = the model's batch limit
   int n_ctx = 0;                        // context limit in positions; 0 = the model's
   KvStorage kv_storage = KvStorage::F32;
-  bool track_moments = false;           // fold evicted rows into MomentStats (MomentKV / NC)
+  Press* press = nullptr;               // KV compression (not owned); nullptr = full cache
+  bool compress_each_chunk = false;     // also compress after every prefill chunk (bounded memory)
 };
 
-class Session {
+// Hooks: the press observes every layer's queries; it compresses after each prefill chunk (when
+// compress_each_chunk), after every prefill() and after every decode(). evaluate() only observes,
+// so a teacher-forced continuation attends to exactly what the last compression left.
+class Session : private ForwardObserver {
  public:
   Session(Transformer& model, SessionOptions options);
 
@@ -41,7 +46,11 @@ class Session {
 
  private:
   // Runs tokens in chunks; `out` receives either every row or only the final row.
-  void run(std::span<const int32_t> tokens, float* out, bool all_logits);
+  void run(std::span<const int32_t> tokens, float* out, bool all_logits, bool compress_chunks);
+  void on_queries(int layer, int n_tokens, const float* q, const int32_t* positions,
+                  const KvCache& cache) override;
+  void compress(CompressReason reason);
+  PressGeometry geometry() const;
 
   Transformer& model_;
   SessionOptions options_;

@@ -31,8 +31,8 @@ int64_t GgufTensorInfo::rows() const {
 
 struct GgufFile::Impl {
   std::string path;
-  std::vector<uint8_t> owned;      // the image, when parsed from memory
-  void* mapping = nullptr;         // the image, when opened from disk (read-only mmap)
+  std::vector<uint8_t> owned;  // the image, when parsed from memory
+  void* mapping = nullptr;     // the image, when opened from disk (read-only mmap)
   std::size_t mapping_size = 0;
   std::span<const uint8_t> bytes;  // views whichever of the two holds the image
   GgufHeader header;               // its names and tensor data point into `bytes`
@@ -79,7 +79,8 @@ GgufFile GgufFile::open(const std::string& path) {
   const auto size = static_cast<std::size_t>(st.st_size);
   if (size > 0) {  // an empty file maps nothing; the parser reports it as truncated
     void* mapping = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
-    if (mapping == MAP_FAILED) fail("{}: cannot map {} bytes: {}", path, size, std::strerror(errno));
+    if (mapping == MAP_FAILED)
+      fail("{}: cannot map {} bytes: {}", path, size, std::strerror(errno));
     impl->mapping = mapping;
     impl->mapping_size = size;
     impl->bytes = {static_cast<const uint8_t*>(mapping), size};
@@ -123,7 +124,8 @@ const GgufValue& GgufFile::Impl::require(std::string_view key) const {
 int64_t GgufFile::Impl::to_int(std::string_view key, const GgufValue& value,
                                uint64_t unsigned_value) const {
   if (unsigned_value > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
-    fail("{}: key '{}' ({}) = {} does not fit int64", path, key, describe_type(value), unsigned_value);
+    fail("{}: key '{}' ({}) = {} does not fit int64", path, key, describe_type(value),
+         unsigned_value);
   return static_cast<int64_t>(unsigned_value);
 }
 

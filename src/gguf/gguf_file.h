@@ -2,10 +2,13 @@
 // validates the whole header eagerly, and exposes metadata and tensors.
 //
 // Every offset and size is bounds-checked before use. Any malformed input throws MkvError whose
-// message names the file, the key or tensor, and the problem ("bad magic", "unsupported version 4",
-// "truncated while reading key #7 ('llama.block_count') at byte 1234", "tensor 'blk.0.attn_q.weight'
-// data [off, off+size) lies outside the file", ...). It never crashes, reads out of bounds or
-// allocates unbounded memory on hostile input (counts are checked against the bytes remaining).
+// message names the file, the key or tensor, the problem and, where it applies, the byte offset:
+//   "m.gguf: header: unsupported GGUF version 4 (expected 2 or 3) at byte 4"
+//   "m.gguf: key #7 'llama.block_count': truncated while reading the value (needs 4 bytes, 2 left)
+//    at byte 1234"
+//   "m.gguf: tensor #3 'blk.0.attn_q.weight': data [14176, 30560) lies outside the file (20000 bytes)"
+// It never crashes, reads out of bounds or allocates unbounded memory on hostile input (counts are
+// checked against the bytes remaining before anything is allocated for them).
 #pragma once
 
 #include <cstdint>

@@ -33,7 +33,7 @@ std::size_t min_encoded_size(GgufValueType type) {
   if (with_number_type(type, [&](auto tag) { size = sizeof(tag); })) return size;
   switch (type) {
     case GgufValueType::BOOL: return 1;
-    case GgufValueType::STRING: return sizeof(uint64_t);                  // length only
+    case GgufValueType::STRING: return sizeof(uint64_t);                    // length only
     case GgufValueType::ARRAY: return sizeof(uint32_t) + sizeof(uint64_t);  // type + count
     default: return 1;
   }

@@ -58,8 +58,8 @@ class Cursor {
   // before anything is allocated for them.
   void need_items(uint64_t count, std::size_t min_each, std::string_view what) const {
     if (count > remaining() / min_each)
-      fail_here(fmt::format("{} count {} cannot fit in the {} bytes left", what, count,
-                            remaining()));
+      fail_here(
+          fmt::format("{} count {} cannot fit in the {} bytes left", what, count, remaining()));
   }
 
   template <typename T>
@@ -122,7 +122,8 @@ GgufValue read_array(Cursor& c, int depth) {
   constexpr std::string_view kElement = "an array element";
   const bool is_number_array = with_number_type(value.array_type, [&](auto tag) {
     using T = decltype(tag);
-    value.data = read_items<NumberStorage<T>>(count, [&] { return NumberStorage<T>(c.read<T>(kElement)); });
+    value.data =
+        read_items<NumberStorage<T>>(count, [&] { return NumberStorage<T>(c.read<T>(kElement)); });
   });
   if (is_number_array) return value;
   switch (value.array_type) {
@@ -130,13 +131,13 @@ GgufValue read_array(Cursor& c, int depth) {
       value.data = read_items<bool>(count, [&] { return read_bool(c, kElement); });
       break;
     case GgufValueType::STRING:
-      value.data = read_items<std::string>(count, [&] { return std::string(c.read_string(kElement)); });
+      value.data =
+          read_items<std::string>(count, [&] { return std::string(c.read_string(kElement)); });
       break;
     case GgufValueType::ARRAY:
       value.elements = read_items<GgufValue>(count, [&] { return read_array(c, depth + 1); });
       break;
-    default:
-      break;  // every numeric type was handled above
+    default: break;  // every numeric type was handled above
   }
   return value;
 }
@@ -167,7 +168,8 @@ void read_metadata(Cursor& c, uint64_t kv_count, GgufHeader& h) {
     const std::string_view key = c.read_string("the key");
     c.set_context(item_context("key", i, key));
     const auto [first, inserted] = h.key_index.emplace(key, h.metadata.size());
-    if (!inserted) c.fail_at(key_at, fmt::format("duplicate key (first seen as key #{})", first->second));
+    if (!inserted)
+      c.fail_at(key_at, fmt::format("duplicate key (first seen as key #{})", first->second));
     const GgufValueType type = read_value_type(c, "the value type");
     h.metadata.emplace_back(std::string(key), read_value(c, type));
   }
@@ -182,7 +184,8 @@ void read_tensor_infos(Cursor& c, uint64_t tensor_count, GgufHeader& h) {
     c.set_context(item_context("tensor", i, name));
     const auto [first, inserted] = h.tensor_index.emplace(name, h.tensors.size());
     if (!inserted)
-      c.fail_at(name_at, fmt::format("duplicate tensor name (first seen as tensor #{})", first->second));
+      c.fail_at(name_at,
+                fmt::format("duplicate tensor name (first seen as tensor #{})", first->second));
 
     const std::size_t dims_at = c.offset();
     const uint32_t n_dims = c.read<uint32_t>("the dimension count");
@@ -203,7 +206,8 @@ void read_tensor_infos(Cursor& c, uint64_t tensor_count, GgufHeader& h) {
 
     const TensorSize size = tensor_size(info->type, dims);
     if (!size.problem.empty()) c.fail_at(dims_at, size.problem);
-    h.tensors.push_back({std::string(name), info->type, std::move(dims), offset, size.nbytes, nullptr});
+    h.tensors.push_back(
+        {std::string(name), info->type, std::move(dims), offset, size.nbytes, nullptr});
   }
 }
 
@@ -248,7 +252,8 @@ GgufHeader parse_gguf(std::span<const uint8_t> bytes, const std::string& name) {
   const uint32_t magic = c.read<uint32_t>("the magic");
   if (magic != kMagic) {
     std::string found(reinterpret_cast<const char*>(bytes.data()), sizeof(magic));
-    c.fail_at(0, fmt::format("bad magic '{}' (expected 'GGUF'): not a GGUF file", printable(found)));
+    c.fail_at(0,
+              fmt::format("bad magic '{}' (expected 'GGUF'): not a GGUF file", printable(found)));
   }
   h.version = c.read<uint32_t>("the version");
   if (h.version == 1)

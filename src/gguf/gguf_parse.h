@@ -17,7 +17,7 @@ namespace mkv {
 struct GgufHeader {
   uint32_t version = 0;
   std::size_t alignment = 0;
-  std::size_t data_offset = 0;  // first byte of the tensor data section
+  std::size_t data_offset = 0;                              // first byte of the tensor data section
   std::vector<std::pair<std::string, GgufValue>> metadata;  // file order
   std::vector<GgufTensorInfo> tensors;                      // file order, data pointers set
   // Name -> index into metadata / tensors. The keys view the parsed bytes, so the maps are valid

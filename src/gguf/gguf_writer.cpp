@@ -34,13 +34,17 @@ class ByteWriter {
     put<uint64_t>(s.size());
     out_.insert(out_.end(), s.begin(), s.end());
   }
-  void pad_to(std::size_t alignment) { out_.resize((out_.size() + alignment - 1) / alignment * alignment, 0); }
+  void pad_to(std::size_t alignment) {
+    out_.resize((out_.size() + alignment - 1) / alignment * alignment, 0);
+  }
 
  private:
   std::vector<uint8_t>& out_;
 };
 
-std::size_t align_up(std::size_t n, std::size_t alignment) { return (n + alignment - 1) / alignment * alignment; }
+std::size_t align_up(std::size_t n, std::size_t alignment) {
+  return (n + alignment - 1) / alignment * alignment;
+}
 
 [[noreturn]] void fail_holds(const GgufValue& value, std::string_view what) {
   fail("GGUF writer: {}: a {} value does not hold matching data", what, describe_type(value));
@@ -78,8 +82,10 @@ uint64_t array_count(const GgufValue& value, std::string_view what) {
   return std::visit(
       [&](const auto& stored) -> uint64_t {
         using S = std::decay_t<decltype(stored)>;
-        if constexpr (requires { stored.size(); } && !std::is_same_v<S, std::string>) return stored.size();
-        else fail_holds(value, what);
+        if constexpr (requires { stored.size(); } && !std::is_same_v<S, std::string>)
+          return stored.size();
+        else
+          fail_holds(value, what);
       },
       value.data);
 }
@@ -125,17 +131,21 @@ void put_value(ByteWriter& w, const GgufValue& value, std::string_view what) {
     using T = decltype(tag);
     std::visit(
         [&](const auto& stored) {
-          if constexpr (kIsStoredNumber<std::decay_t<decltype(stored)>>) w.put(narrow_number<T>(stored, what));
-          else fail_holds(value, what);
+          if constexpr (kIsStoredNumber<std::decay_t<decltype(stored)>>)
+            w.put(narrow_number<T>(stored, what));
+          else
+            fail_holds(value, what);
         },
         value.data);
   });
   if (is_number) return;
   if (value.type == GgufValueType::ARRAY) {
     put_array(w, value, what);
-  } else if (const auto* b = std::get_if<bool>(&value.data); b && value.type == GgufValueType::BOOL) {
+  } else if (const auto* b = std::get_if<bool>(&value.data);
+             b && value.type == GgufValueType::BOOL) {
     w.put<uint8_t>(*b ? 1 : 0);
-  } else if (const auto* s = std::get_if<std::string>(&value.data); s && value.type == GgufValueType::STRING) {
+  } else if (const auto* s = std::get_if<std::string>(&value.data);
+             s && value.type == GgufValueType::STRING) {
     w.put_string(*s);
   } else {
     fail_holds(value, what);
@@ -173,11 +183,21 @@ void GgufWriter::set(const std::string& key, GgufValue value) {
   metadata_.emplace_back(key, std::move(value));
 }
 
-void GgufWriter::set_u32(const std::string& key, uint32_t v) { set(key, scalar(GgufValueType::UINT32, uint64_t{v})); }
-void GgufWriter::set_i32(const std::string& key, int32_t v) { set(key, scalar(GgufValueType::INT32, int64_t{v})); }
-void GgufWriter::set_u64(const std::string& key, uint64_t v) { set(key, scalar(GgufValueType::UINT64, v)); }
-void GgufWriter::set_f32(const std::string& key, float v) { set(key, scalar(GgufValueType::FLOAT32, double{v})); }
-void GgufWriter::set_bool(const std::string& key, bool v) { set(key, scalar(GgufValueType::BOOL, v)); }
+void GgufWriter::set_u32(const std::string& key, uint32_t v) {
+  set(key, scalar(GgufValueType::UINT32, uint64_t{v}));
+}
+void GgufWriter::set_i32(const std::string& key, int32_t v) {
+  set(key, scalar(GgufValueType::INT32, int64_t{v}));
+}
+void GgufWriter::set_u64(const std::string& key, uint64_t v) {
+  set(key, scalar(GgufValueType::UINT64, v));
+}
+void GgufWriter::set_f32(const std::string& key, float v) {
+  set(key, scalar(GgufValueType::FLOAT32, double{v}));
+}
+void GgufWriter::set_bool(const std::string& key, bool v) {
+  set(key, scalar(GgufValueType::BOOL, v));
+}
 void GgufWriter::set_string(const std::string& key, std::string v) {
   set(key, scalar(GgufValueType::STRING, std::move(v)));
 }
@@ -193,7 +213,8 @@ void GgufWriter::set_i32_array(const std::string& key, const std::vector<int32_t
 }
 
 void GgufWriter::set_alignment(uint32_t alignment) {
-  MKV_CHECK(std::has_single_bit(alignment), "GGUF writer: alignment {} is not a nonzero power of two", alignment);
+  MKV_CHECK(std::has_single_bit(alignment),
+            "GGUF writer: alignment {} is not a nonzero power of two", alignment);
   alignment_ = alignment;
   set_u32(kAlignmentKey, alignment);
 }
@@ -202,11 +223,12 @@ void GgufWriter::set_alignment(uint32_t alignment) {
 
 void GgufWriter::add_tensor(const std::string& name, GgmlType type, std::vector<int64_t> dims,
                             std::vector<uint8_t> bytes) {
-  for (const Tensor& t : tensors_) MKV_CHECK(t.name != name, "GGUF writer: tensor '{}' added twice", name);
+  for (const Tensor& t : tensors_)
+    MKV_CHECK(t.name != name, "GGUF writer: tensor '{}' added twice", name);
   const TensorSize size = tensor_size(type, dims);
   MKV_CHECK(size.problem.empty(), "GGUF writer: tensor '{}' {}", name, size.problem);
-  MKV_CHECK(bytes.size() == size.nbytes, "GGUF writer: tensor '{}' ({} {}) needs {} bytes, got {}", name,
-            ggml_type_info(type).name, dims, size.nbytes, bytes.size());
+  MKV_CHECK(bytes.size() == size.nbytes, "GGUF writer: tensor '{}' ({} {}) needs {} bytes, got {}",
+            name, ggml_type_info(type).name, dims, size.nbytes, bytes.size());
   tensors_.push_back({name, type, std::move(dims), std::move(bytes)});
 }
 
@@ -218,7 +240,8 @@ void GgufWriter::add_tensor_f32(const std::string& name, GgmlType type, std::vec
   int64_t n_elements = 1;
   for (int64_t d : dims) n_elements *= d;  // tensor_size checked it does not overflow
   MKV_CHECK(values.size() == static_cast<std::size_t>(n_elements),
-            "GGUF writer: tensor '{}' dims {} hold {} values, got {}", name, dims, n_elements, values.size());
+            "GGUF writer: tensor '{}' dims {} hold {} values, got {}", name, dims, n_elements,
+            values.size());
   std::vector<uint8_t> bytes(size.nbytes);  // (rows, row_bytes) encoded in `type`
   if (type == GgmlType::F32) {
     std::memcpy(bytes.data(), values.data(), size.nbytes);
@@ -277,7 +300,8 @@ void GgufWriter::write(const std::string& path) const {
   std::ofstream file(path, std::ios::binary | std::ios::trunc);
   if (!file) fail("{}: cannot create: {}", path, std::strerror(errno));
   emit([&](std::span<const uint8_t> piece) {
-    file.write(reinterpret_cast<const char*>(piece.data()), static_cast<std::streamsize>(piece.size()));
+    file.write(reinterpret_cast<const char*>(piece.data()),
+               static_cast<std::streamsize>(piece.size()));
   });
   file.close();
   if (!file) fail("{}: write failed: {}", path, std::strerror(errno));

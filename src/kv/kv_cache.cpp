@@ -48,8 +48,8 @@ std::vector<T> gather_rows(const std::vector<T>& rows, std::size_t row_elems,
 void KvHeadView::key(int32_t i, float* dst) const { decode_row(storage, keys, i, head_dim_k, dst); }
 void KvHeadView::value(int32_t i, float* dst) const { decode_row(storage, values, i, head_dim_v, dst); }
 
-KvCache::KvCache(KvCacheShape shape, KvStorage storage, bool track_moments)
-    : shape_(shape), storage_(storage), track_moments_(track_moments) {
+KvCache::KvCache(KvCacheShape shape, KvStorage storage, MomentConfig moments)
+    : shape_(shape), storage_(storage), moment_config_(moments) {
   MKV_CHECK(shape.n_layers > 0 && shape.n_kv_heads > 0 && shape.head_dim_k > 0 && shape.head_dim_v > 0,
             "invalid KV cache shape ({} layers, {} KV heads, head dims {}/{})", shape.n_layers,
             shape.n_kv_heads, shape.head_dim_k, shape.head_dim_v);
@@ -86,7 +86,7 @@ void KvCache::retain(int layer, int kv_head, std::span<const int32_t> keep) {
     MKV_ASSERT(keep[j] >= 0 && keep[j] < length && (j == 0 || keep[j] > keep[j - 1]));
   if (static_cast<int32_t>(keep.size()) == length) return;
 
-  if (track_moments_) {
+  if (tracks_moments()) {
     // Fold the evicted rows (those not in `keep`) into the head's moments as one batch.
     const int dk = shape_.head_dim_k, dv = shape_.head_dim_v;
     const std::size_t n_evicted = length - keep.size();
@@ -118,7 +118,7 @@ KvHeadView KvCache::head(int layer, int kv_head) const {
   view.keys = s.keys.data();
   view.values = s.values.data();
   view.positions = s.positions.data();
-  view.moments = track_moments_ ? &s.moments : nullptr;
+  view.moments = tracks_moments() ? &s.moments : nullptr;
   view.head_dim_k = shape_.head_dim_k;
   view.head_dim_v = shape_.head_dim_v;
   return view;
@@ -151,7 +151,7 @@ std::size_t KvCache::token_bytes() const {
 }
 
 std::size_t KvCache::moment_bytes() const {
-  if (!track_moments_) return 0;
+  if (!tracks_moments()) return 0;
   std::size_t numbers = 0;
   for (const auto& s : heads_) numbers += static_cast<std::size_t>(s.moments.stored_numbers());
   return numbers * sizeof(float);
@@ -160,7 +160,7 @@ std::size_t KvCache::moment_bytes() const {
 void KvCache::clear() {
   for (auto& s : heads_) {
     s = HeadStore{};
-    if (track_moments_) s.moments = MomentStats(shape_.head_dim_k, shape_.head_dim_v);
+    if (tracks_moments()) s.moments = MomentGroups(shape_.head_dim_k, shape_.head_dim_v, moment_config_);
   }
 }
 

@@ -12,7 +12,7 @@
 #include <span>
 #include <vector>
 
-#include "kv/moment_stats.h"
+#include "kv/moment_groups.h"
 
 namespace mkv {
 
@@ -32,7 +32,7 @@ struct KvHeadView {
   const void* keys = nullptr;        // (length, head_dim_k) in `storage`
   const void* values = nullptr;      // (length, head_dim_v) in `storage`
   const int32_t* positions = nullptr;  // (length) original token positions
-  const MomentStats* moments = nullptr;  // evicted-token summary; nullptr when not tracked
+  const MomentGroups* moments = nullptr;  // evicted-token summary; nullptr when not tracked
   int head_dim_k = 0, head_dim_v = 0;
 
   // Row i converted to float32 (dst has head_dim_k / head_dim_v values).
@@ -42,11 +42,13 @@ struct KvHeadView {
 
 class KvCache {
  public:
-  KvCache(KvCacheShape shape, KvStorage storage, bool track_moments);
+  // `moments` says what each head keeps about its evicted tokens (nothing unless .track).
+  KvCache(KvCacheShape shape, KvStorage storage, MomentConfig moments = {});
 
   const KvCacheShape& shape() const { return shape_; }
   KvStorage storage() const { return storage_; }
-  bool tracks_moments() const { return track_moments_; }
+  bool tracks_moments() const { return moment_config_.track; }
+  const MomentConfig& moment_config() const { return moment_config_; }
 
   // Normalisation-corrected attention (METHODS.md §3) on or off for every head of this cache.
   void set_nc(bool enabled) { nc_ = enabled; }
@@ -77,14 +79,14 @@ class KvCache {
     std::vector<uint8_t> keys;     // (length, head_dim_k) in storage_
     std::vector<uint8_t> values;   // (length, head_dim_v) in storage_
     std::vector<int32_t> positions;  // (length)
-    MomentStats moments;
+    MomentGroups moments;
   };
   HeadStore& store(int layer, int kv_head);
   const HeadStore& store(int layer, int kv_head) const;
 
   KvCacheShape shape_;
   KvStorage storage_;
-  bool track_moments_;
+  MomentConfig moment_config_;
   bool nc_ = false;
   std::vector<HeadStore> heads_;  // (n_layers, n_kv_heads)
 };

@@ -47,7 +47,10 @@ int32_t Budget::resolve(int32_t seen) const {
 Protection clamp_protection(const Protection& protection, int32_t budget) {
   Protection p;
   p.sinks = std::min<int32_t>(protection.sinks, std::max<int32_t>(budget, 0));
-  p.window = std::min<int32_t>(protection.window, std::max<int32_t>(budget - p.sinks, 0));
+  // [derived] At most half of the non-sink budget goes to the recent window, so that scores
+  // still choose tokens at small budgets (L < sinks + 2·window) instead of every press
+  // degenerating to StreamingLLM.
+  p.window = std::min<int32_t>(protection.window, std::max<int32_t>((budget - p.sinks) / 2, 0));
   return p;
 }
 

@@ -27,8 +27,8 @@ struct Protection {
   int window = 32;
 };
 
-// Protection clamped to a budget L: sinks ≤ L, window ≤ L − sinks (a budget smaller than
-// sinks + window shrinks the protected window, never the budget).
+// Protection clamped to a budget L: sinks ≤ L, window ≤ (L − sinks)/2 (a small budget shrinks
+// the protected window, never the budget, and leaves at least half of it to the scores).
 Protection clamp_protection(const Protection& protection, int32_t budget);
 
 // The rows a head of scores.size() rows keeps when it may hold n_keep: all rows if it is not

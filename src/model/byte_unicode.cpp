@@ -122,7 +122,8 @@ std::optional<uint8_t> unicode_to_byte(char32_t code_point) {
   static const std::array<uint8_t, 68> byte_of_shifted = [] {
     std::array<uint8_t, 68> result{};
     for (int b = 0; b < 256; ++b)
-      if (char32_t cp = tables().code_point_of_byte[b]; cp >= 0x100) result[cp - 0x100] = uint8_t(b);
+      if (char32_t cp = tables().code_point_of_byte[b]; cp >= 0x100)
+        result[cp - 0x100] = uint8_t(b);
     return result;
   }();
   if (code_point < 0x100 + byte_of_shifted.size()) return byte_of_shifted[code_point - 0x100];

@@ -40,9 +40,10 @@ ChatTemplate ChatTemplate::detect(std::string_view template_text) {
   if (contains(template_text, "<|im_start|>"))
     return ChatTemplate(contains(template_text, "<think>") ? Family::qwen3 : Family::chatml);
   if (contains(template_text, "<|start_header_id|>")) return ChatTemplate(Family::llama3);
-  fail("unrecognised chat template (tokenizer.chat_template has neither Llama-3's "
-       "'<|start_header_id|>' nor ChatML's '<|im_start|>'; it starts with '{}'); {}",
-       template_text.substr(0, 60), kOverrideHint);
+  fail(
+      "unrecognised chat template (tokenizer.chat_template has neither Llama-3's "
+      "'<|start_header_id|>' nor ChatML's '<|im_start|>'; it starts with '{}'); {}",
+      template_text.substr(0, 60), kOverrideHint);
 }
 
 ChatTemplate ChatTemplate::by_name(std::string_view name) {
@@ -58,9 +59,12 @@ ChatTemplate ChatTemplate::for_vocab(const Vocab& vocab, std::string_view overri
 
 std::string_view ChatTemplate::name() const {
   switch (family_) {
-    case Family::llama3: return "llama3";
-    case Family::chatml: return "chatml";
-    case Family::qwen3: return "qwen3";
+    case Family::llama3:
+      return "llama3";
+    case Family::chatml:
+      return "chatml";
+    case Family::qwen3:
+      return "qwen3";
   }
   return "?";
 }

@@ -51,7 +51,8 @@ class ChatTemplate {
 
  private:
   explicit ChatTemplate(Family family) : family_(family) {}
-  std::string render_qwen3(const std::vector<ChatMessage>& messages, bool add_generation_prompt) const;
+  std::string render_qwen3(const std::vector<ChatMessage>& messages,
+                           bool add_generation_prompt) const;
 
   Family family_;
   bool enable_thinking_ = true;

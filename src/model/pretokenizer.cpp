@@ -11,9 +11,11 @@ namespace {
 // llama.cpp's rewrites of the tokenizer.json regexes: `(?i:'s|...)` spelled out as '[sS]|... so
 // that case folding cannot reach non-ASCII letters.
 constexpr const char* kContractions = "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])";
-const std::string kLlama3Regex = std::string(kContractions) +
+const std::string kLlama3Regex =
+    std::string(kContractions) +
     R"(|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
-const std::string kQwen2Regex = std::string(kContractions) +
+const std::string kQwen2Regex =
+    std::string(kContractions) +
     R"(|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 constexpr const char* kGpt2Regex =
     R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S))";
@@ -41,7 +43,8 @@ class PreTokenizer::Regex {
   Regex(const Regex&) = delete;
   Regex& operator=(const Regex&) = delete;
 
-  // Appends the matches of this regex in `text`, and the unmatched stretches between them, to `out`.
+  // Appends the matches of this regex in `text`, and the unmatched stretches between them, to
+  // `out`.
   void split(std::string_view text, std::vector<std::string_view>& out) const {
     std::unique_ptr<pcre2_match_data, decltype(&pcre2_match_data_free)> match(
         pcre2_match_data_create_from_pattern(code_, nullptr), &pcre2_match_data_free);
@@ -59,7 +62,8 @@ class PreTokenizer::Regex {
           ++search_from;
         continue;
       }
-      if (span[0] > unmatched_from) out.push_back(text.substr(unmatched_from, span[0] - unmatched_from));
+      if (span[0] > unmatched_from)
+        out.push_back(text.substr(unmatched_from, span[0] - unmatched_from));
       out.push_back(text.substr(span[0], span[1] - span[0]));
       unmatched_from = search_from = span[1];
     }
@@ -85,9 +89,10 @@ PreTokenizer::PreTokenizer(std::string_view pre) : name_(pre) {
   } else if (pre == "default" || pre.empty()) {
     patterns = {R"([\p{P}\$\+<=>\^~\|]+)", kGpt2Regex, R"(\p{N}+)", "[0-9][0-9][0-9]"};
   } else {
-    fail("unsupported BPE pre-tokenizer '{}' (tokenizer.ggml.pre); supported: llama-bpe, llama3, "
-         "llama-v3, qwen2, gpt-2, default",
-         pre);
+    fail(
+        "unsupported BPE pre-tokenizer '{}' (tokenizer.ggml.pre); supported: llama-bpe, llama3, "
+        "llama-v3, qwen2, gpt-2, default",
+        pre);
   }
   for (const auto& pattern : patterns) regexes_.push_back(std::make_shared<const Regex>(pattern));
 }

@@ -35,7 +35,8 @@ class PreTokenizer {
  private:
   class Regex;
   std::string name_;
-  std::vector<std::shared_ptr<const Regex>> regexes_;  // applied in order, each to the pieces of the last
+  std::vector<std::shared_ptr<const Regex>>
+      regexes_;  // applied in order, each to the pieces of the last
   bool ignore_merges_ = false;
   bool clean_spaces_ = true;
 };

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "model/tokenizer_bpe.h"
 #include "model/tokenizer_spm.h"
 
 namespace mkv {
@@ -78,7 +79,7 @@ Tokenizer::Tokenizer(Vocab vocab) : vocab_(std::move(vocab)) {
 
 std::unique_ptr<Tokenizer> Tokenizer::create(Vocab vocab) {
   if (vocab.model == "llama") return make_spm_tokenizer(std::move(vocab));
-  if (vocab.model == "gpt2") fail("BPE tokenizer not available");
+  if (vocab.model == "gpt2") return make_bpe_tokenizer(std::move(vocab));
   fail("tokenizer model '{}' is not supported (expected 'llama' or 'gpt2')", vocab.model);
 }
 

@@ -15,7 +15,24 @@ uint64_t pair_key(int32_t left, int32_t right) {
 
 }  // namespace
 
-BpeTokenizer::BpeTokenizer(Vocab vocab) : Tokenizer(std::move(vocab)), pre_tokenizer_(vocab_.pre) {
+BpeTokenizer::FlatTable::FlatTable(std::size_t n_entries) {
+  std::size_t size = 16;
+  while (size * 3 < n_entries * 4) size *= 2;
+  slots_.resize(size);
+  mask_ = size - 1;
+}
+
+uint64_t BpeTokenizer::FlatTable::mix(uint64_t key) {  // splitmix64's finaliser
+  key = (key ^ (key >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  key = (key ^ (key >> 27)) * 0x94D049BB133111EBULL;
+  return key ^ (key >> 31);
+}
+
+BpeTokenizer::BpeTokenizer(Vocab vocab)
+    : Tokenizer(std::move(vocab)),
+      pre_tokenizer_(vocab_.pre),
+      id_of_text_(vocab_.tokens.size()),
+      merges_(vocab_.merges.size()) {
   MKV_CHECK(!vocab_.merges.empty(),
             "BPE vocabulary has no merges (tokenizer.ggml.merges is missing or empty)");
   const auto check_special = [&](bool needed, int32_t id, const char* what) {
@@ -29,49 +46,42 @@ BpeTokenizer::BpeTokenizer(Vocab vocab) : Tokenizer(std::move(vocab)), pre_token
 
 void BpeTokenizer::build_tables() {
   const int32_t n_vocab = vocab_.size();
-  pieces_.resize(n_vocab);
-  id_of_bytes_.reserve(n_vocab);
   for (int32_t id = 0; id < n_vocab; ++id) {
     const std::string& text = vocab_.tokens[id];
-    if (vocab_.types[id] != TokenType::NORMAL) {
-      pieces_[id] = text;  // added tokens are stored as plain text
-      continue;
-    }
-    auto bytes = unicode_to_bytes(text);
-    pieces_[id] = bytes ? *bytes : text;
-    if (bytes) id_of_bytes_[std::move(*bytes)] = id;  // like llama.cpp, the last duplicate wins
+    const uint64_t hash = std::hash<std::string_view>{}(text);
+    id_of_text_.probe(hash, [&](const FlatTable::Slot& slot) {
+      return vocab_.tokens[slot.first] == text;
+    }) = {hash, id};  // like llama.cpp, the last duplicate wins
   }
-  for (int b = 0; b < 256; ++b) {
-    const char byte = char(b);
-    const auto it = id_of_bytes_.find(std::string_view(&byte, 1));
-    id_of_byte_[b] = it == id_of_bytes_.end() ? -1 : it->second;
-  }
+  for (int b = 0; b < 256; ++b) id_of_byte_[b] = id_of_text(byte_to_unicode(uint8_t(b)));
 
-  const auto id_of_text = [&](std::string_view mapped) -> int32_t {
-    const auto bytes = unicode_to_bytes(mapped);
-    if (!bytes) return -1;
-    const auto it = id_of_bytes_.find(*bytes);
-    return it == id_of_bytes_.end() ? -1 : it->second;
-  };
-  merges_.reserve(vocab_.merges.size());
+  std::string merged;  // left + right, reused
   for (std::size_t rank = 0; rank < vocab_.merges.size(); ++rank) {
-    const std::string& line = vocab_.merges[rank];
+    const std::string_view line = vocab_.merges[rank];
     const std::size_t space = line.find(' ', 1);  // from 1: a part is never empty
     MKV_CHECK(space != std::string::npos && space + 1 < line.size(),
               "tokenizer.ggml.merges[{}] = '{}' is not of the form 'left right'", rank, line);
-    const std::string_view left(line.data(), space), right(line.data() + space + 1,
-                                                            line.size() - space - 1);
+    const std::string_view left = line.substr(0, space), right = line.substr(space + 1);
+    merged.assign(left).append(right);
     const int32_t left_id = id_of_text(left), right_id = id_of_text(right);
-    const int32_t result_id = id_of_text(std::string(left) + std::string(right));
+    const int32_t result_id = id_of_text(merged);
     if (left_id < 0 || right_id < 0 || result_id < 0) continue;  // can never fire
-    merges_.emplace(pair_key(left_id, right_id), Merge{int32_t(rank), result_id});  // first wins
+    const uint64_t key = pair_key(left_id, right_id);
+    auto& slot = merges_.probe(key, [](const FlatTable::Slot&) { return true; });
+    if (slot.first < 0) slot = {key, int32_t(rank), result_id};  // like llama.cpp, the first wins
   }
 }
 
-const BpeTokenizer::Merge* BpeTokenizer::find_merge(int32_t left, int32_t right) const {
+int32_t BpeTokenizer::id_of_text(std::string_view text) const {
+  const auto* slot =
+      id_of_text_.find(std::hash<std::string_view>{}(text),
+                       [&](const FlatTable::Slot& s) { return vocab_.tokens[s.first] == text; });
+  return slot ? slot->first : -1;
+}
+
+const BpeTokenizer::FlatTable::Slot* BpeTokenizer::find_merge(int32_t left, int32_t right) const {
   if (left < 0 || right < 0) return nullptr;
-  const auto it = merges_.find(pair_key(left, right));
-  return it == merges_.end() ? nullptr : &it->second;
+  return merges_.find(pair_key(left, right), [](const FlatTable::Slot&) { return true; });
 }
 
 std::vector<int32_t> BpeTokenizer::encode(std::string_view text, bool add_special,
@@ -81,8 +91,10 @@ std::vector<int32_t> BpeTokenizer::encode(std::string_view text, bool add_specia
   if (add_special && vocab_.add_bos) ids.push_back(vocab_.bos);
   PieceCache cache;
   for (const TextFragment& fragment : split_special_tokens(text, parse_special)) {
-    if (fragment.token >= 0) ids.push_back(fragment.token);
-    else encode_raw_text(fragment.text, cache, ids);
+    if (fragment.token >= 0)
+      ids.push_back(fragment.token);
+    else
+      encode_raw_text(fragment.text, cache, ids);
   }
   if (add_special && vocab_.add_eos) ids.push_back(vocab_.eos);
   return ids;
@@ -107,8 +119,8 @@ void BpeTokenizer::encode_raw_text(std::string_view text, PieceCache& cache,
 
 void BpeTokenizer::encode_pre_token(std::string_view bytes, std::vector<int32_t>& out) const {
   if (pre_tokenizer_.ignore_merges()) {
-    if (const auto it = id_of_bytes_.find(bytes); it != id_of_bytes_.end()) {
-      out.push_back(it->second);
+    if (const int32_t id = id_of_text(bytes_to_unicode(bytes)); id >= 0) {
+      out.push_back(id);
       return;
     }
   }
@@ -131,8 +143,8 @@ void BpeTokenizer::encode_pre_token(std::string_view bytes, std::vector<int32_t>
   std::priority_queue<Candidate, std::vector<Candidate>, std::greater<>> queue;
   const auto push_candidate = [&](int32_t left, int32_t right) {
     if (left < 0 || right < 0) return;
-    if (const Merge* merge = find_merge(symbols[left].id, symbols[right].id))
-      queue.push({merge->rank, left, right, symbols[left].id, symbols[right].id});
+    if (const auto* merge = find_merge(symbols[left].id, symbols[right].id))
+      queue.push({merge->first, left, right, symbols[left].id, symbols[right].id});
   };
   for (int32_t i = 0; i + 1 < n; ++i) push_candidate(i, i + 1);
 
@@ -141,9 +153,10 @@ void BpeTokenizer::encode_pre_token(std::string_view bytes, std::vector<int32_t>
     queue.pop();
     Symbol& left = symbols[candidate.left];
     Symbol& right = symbols[candidate.right];
-    if (left.id != candidate.left_id || right.id != candidate.right_id || left.next != candidate.right)
+    if (left.id != candidate.left_id || right.id != candidate.right_id ||
+        left.next != candidate.right)
       continue;  // stale
-    left.id = find_merge(left.id, right.id)->result;
+    left.id = find_merge(left.id, right.id)->second;
     right.id = -1;
     left.next = right.next;
     if (right.next >= 0) symbols[right.next].prev = candidate.left;
@@ -157,13 +170,15 @@ void BpeTokenizer::encode_pre_token(std::string_view bytes, std::vector<int32_t>
 
 std::string BpeTokenizer::token_to_piece(int32_t id, bool render_special) const {
   if (id < 0 || id >= vocab_.size()) return {};
+  const std::string& text = vocab_.tokens[id];
   switch (vocab_.types[id]) {
-    case TokenType::NORMAL:
-    case TokenType::USER_DEFINED:
-      return pieces_[id];
+    case TokenType::NORMAL:  // stored in the byte mapping; a text outside it is kept as is
+      return unicode_to_bytes(text).value_or(text);
+    case TokenType::USER_DEFINED:  // added tokens are stored as plain text
+      return text;
     case TokenType::CONTROL:
     case TokenType::UNKNOWN:
-      return render_special ? pieces_[id] : std::string();
+      return render_special ? text : std::string();
     default:  // UNUSED, BYTE, UNDEFINED: llama.cpp renders nothing for them in BPE vocabs
       return {};
   }
@@ -180,7 +195,8 @@ std::string clean_up_tokenization_spaces(std::string_view text) {
   std::string pass1;
   for (std::size_t i = 0; i < text.size(); ++i) {
     const char c = text[i];
-    if (i > 0 && text[i - 1] == ' ' && (c == '?' || c == '!' || c == '.' || c == ',')) pass1.pop_back();
+    if (i > 0 && text[i - 1] == ' ' && (c == '?' || c == '!' || c == '.' || c == ','))
+      pass1.pop_back();
     pass1 += c;
   }
   std::string pass2;

@@ -14,7 +14,8 @@
 //
 // Vocabulary requirements (MkvError otherwise): a non-empty merges list of "left right" lines.
 // Merges whose parts or result are not tokens cannot fire and are ignored; bytes whose mapped
-// character is not a token are dropped from the output (llama.cpp drops them too).
+// character is not a token are dropped from the output (llama.cpp drops them too). A token text
+// that occurs twice maps to the later id, as in llama.cpp.
 #pragma once
 
 #include <cstdint>
@@ -46,28 +47,56 @@ class BpeTokenizer final : public Tokenizer {
   const PreTokenizer& pre_tokenizer() const { return pre_tokenizer_; }
 
  private:
-  struct Merge {
-    int32_t rank;
-    int32_t result;  // id of the merged token
+  // Open-addressing hash table (linear probing, load <= 3/4) of 64-bit keys to two int32s; a
+  // flat array keeps the 100k+-entry lookups of loading and encoding cache-friendly.
+  class FlatTable {
+   public:
+    struct Slot {
+      uint64_t key;
+      int32_t first = -1, second = -1;  // first < 0: empty slot
+    };
+    explicit FlatTable(std::size_t n_entries);
+    // The slot holding `key` for which same(slot) is true, or the empty slot where it belongs.
+    template <typename Same>
+    Slot& probe(uint64_t key, Same same) {
+      return slots_[index_of(key, same)];
+    }
+    template <typename Same>
+    const Slot* find(uint64_t key, Same same) const {
+      const Slot& slot = slots_[index_of(key, same)];
+      return slot.first < 0 ? nullptr : &slot;
+    }
+
+   private:
+    template <typename Same>
+    std::size_t index_of(uint64_t key, Same same) const {
+      for (std::size_t i = mix(key) & mask_;; i = (i + 1) & mask_)
+        if (slots_[i].first < 0 || (slots_[i].key == key && same(slots_[i]))) return i;
+    }
+    static uint64_t mix(uint64_t key);
+    std::vector<Slot> slots_;
+    std::size_t mask_;
   };
   // Heterogeneous hashing so that the per-call cache of pre-token ids is probed with views.
   struct StringHash {
     using is_transparent = void;
     std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
   };
-  using PieceCache = std::unordered_map<std::string, std::vector<int32_t>, StringHash, std::equal_to<>>;
+  using PieceCache =
+      std::unordered_map<std::string, std::vector<int32_t>, StringHash, std::equal_to<>>;
 
   void build_tables();
+  // -1 when `text` (in the stored, byte-mapped form) is not a token.
+  int32_t id_of_text(std::string_view text) const;
+  // The merge of two adjacent tokens as {rank, merged id}, or nullptr.
+  const FlatTable::Slot* find_merge(int32_t left, int32_t right) const;
   void encode_raw_text(std::string_view text, PieceCache& cache, std::vector<int32_t>& out) const;
   void encode_pre_token(std::string_view bytes, std::vector<int32_t>& out) const;
-  const Merge* find_merge(int32_t left, int32_t right) const;
 
   PreTokenizer pre_tokenizer_;
-  std::unordered_map<std::string, int32_t, StringHash, std::equal_to<>>
-      id_of_bytes_;                                        // decoded NORMAL token bytes -> id
-  int32_t id_of_byte_[256];                                // single-byte tokens, -1 when missing
-  std::unordered_map<uint64_t, Merge> merges_;             // (left id << 32 | right id) -> merge
-  std::vector<std::string> pieces_;                        // (n_vocab) bytes each token stands for
+  FlatTable id_of_text_;     // hash of a token text -> {id}
+  FlatTable merges_;         // (left id << 32 | right id) -> {rank, merged id}
+  int32_t id_of_byte_[256];  // token of each byte's mapped character, or -1
 };
 
 // llama.cpp's clean_spaces passes: " ?" " !" " ." " ," lose the space, " ' " becomes "'", and

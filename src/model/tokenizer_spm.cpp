@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <array>
 #include <optional>
-#include <queue>
 #include <unordered_map>
 
 #include "core/error.h"
@@ -73,6 +72,7 @@ class SpmTokenizer final : public Tokenizer {
       const char raw_text[] = {static_cast<char>(byte), '\0'};
       byte_tokens_[byte] = find_token(hex_text).value_or(find_token({raw_text, 1}).value_or(vocab_.unk));
     }
+    words_merge_independently_ = words_merge_independently();
   }
   SpmTokenizer(const SpmTokenizer&) = delete;  // token_ids_ views into vocab_
   SpmTokenizer& operator=(const SpmTokenizer&) = delete;
@@ -105,22 +105,28 @@ class SpmTokenizer final : public Tokenizer {
   }
 
  private:
-  // One symbol of the text being merged; symbols form a linked list, and a symbol merged into its
-  // left neighbour keeps length 0.
+  // One character (or merged run of characters) of the word being merged; a word's symbols form a
+  // linked list, and a symbol merged into its left neighbour keeps length 0.
   struct Symbol {
-    uint32_t offset, length;  // bytes of the escaped text
-    int32_t prev, next;       // neighbours, -1 at the ends
+    size_t offset;   // in the escaped text
+    size_t length;   // bytes
+    int32_t prev, next;  // neighbours within the word, -1 at the ends
   };
   // A candidate merge of two adjacent symbols; `length` detects candidates made stale by a merge.
   struct Bigram {
     float score;
     int32_t left, right;
-    uint32_t length;
+    size_t length;
   };
-  struct LowerPriority {  // highest score first, then the leftmost pair
+  struct LowerPriority {  // heap order: highest score first, then the leftmost pair
     bool operator()(const Bigram& a, const Bigram& b) const {
       return a.score < b.score || (a.score == b.score && a.left > b.left);
     }
+  };
+  // Buffers reused for every word of one encode() call.
+  struct MergeScratch {
+    std::vector<Symbol> symbols;
+    std::vector<Bigram> heap;
   };
 
   std::optional<int32_t> find_token(std::string_view text) const {
@@ -129,30 +135,56 @@ class SpmTokenizer final : public Tokenizer {
     return it->second;
   }
 
+  // Whether no token has "▁" after a non-"▁" character. Then no merge can join a character to a
+  // following "▁", so each word ("▁"-run plus what follows up to the next "▁") merges on its own,
+  // with the same result as merging the whole text at once, and much faster.
+  bool words_merge_independently() const {
+    for (const std::string& token : vocab_.tokens) {
+      std::string_view rest = token;
+      while (rest.starts_with(kSpace)) rest.remove_prefix(kSpace.size());
+      if (rest.find(kSpace) != std::string_view::npos) return false;
+    }
+    return true;
+  }
+
   void encode_escaped(std::string_view text, std::vector<int32_t>& ids) const {
-    if (text.empty()) return;
-    std::vector<Symbol> symbols;
-    symbols.reserve(text.size());
+    MergeScratch scratch;
+    bool previous_is_space = false;
     for (size_t offset = 0; offset < text.size();) {
       const size_t length = std::min(utf8_char_length(text[offset]), text.size() - offset);
-      const auto index = static_cast<int32_t>(symbols.size());
+      const bool is_space = text.substr(offset, length) == kSpace;
+      if (is_space && !previous_is_space && !scratch.symbols.empty() && words_merge_independently_) {
+        merge_word(text, scratch, ids);
+        scratch.symbols.clear();
+      }
+      const auto index = static_cast<int32_t>(scratch.symbols.size());
+      scratch.symbols.push_back({offset, length, index - 1, index + 1});
+      previous_is_space = is_space;
       offset += length;
-      symbols.push_back({static_cast<uint32_t>(offset - length), static_cast<uint32_t>(length), index - 1,
-                         offset == text.size() ? -1 : index + 1});
     }
+    if (!scratch.symbols.empty()) merge_word(text, scratch, ids);
+  }
 
-    std::priority_queue<Bigram, std::vector<Bigram>, LowerPriority> candidates;
+  // Merges the symbols of one word, best-scoring pair first, and appends the resulting ids.
+  void merge_word(std::string_view text, MergeScratch& scratch, std::vector<int32_t>& ids) const {
+    std::vector<Symbol>& symbols = scratch.symbols;
+    std::vector<Bigram>& heap = scratch.heap;
+    symbols.back().next = -1;
+    heap.clear();
     auto add_candidate = [&](int32_t left, int32_t right) {
       if (left < 0 || right < 0) return;
-      const uint32_t length = symbols[left].length + symbols[right].length;
-      if (auto id = find_token(text.substr(symbols[left].offset, length)))
-        candidates.push({vocab_.scores[*id], left, right, length});
+      const size_t length = symbols[left].length + symbols[right].length;
+      if (auto id = find_token(text.substr(symbols[left].offset, length))) {
+        heap.push_back({vocab_.scores[*id], left, right, length});
+        std::push_heap(heap.begin(), heap.end(), LowerPriority{});
+      }
     };
     for (int32_t i = 1; i < static_cast<int32_t>(symbols.size()); ++i) add_candidate(i - 1, i);
 
-    while (!candidates.empty()) {
-      const Bigram best = candidates.top();
-      candidates.pop();
+    while (!heap.empty()) {
+      std::pop_heap(heap.begin(), heap.end(), LowerPriority{});
+      const Bigram best = heap.back();
+      heap.pop_back();
       Symbol& left = symbols[best.left];
       Symbol& right = symbols[best.right];
       if (left.length == 0 || right.length == 0 || left.length + right.length != best.length) continue;
@@ -182,6 +214,7 @@ class SpmTokenizer final : public Tokenizer {
   std::unordered_map<std::string_view, int32_t> token_ids_;  // text -> id; views into vocab_.tokens
   std::vector<std::string> pieces_;                          // (n_vocab) decoded text of each token
   std::array<int32_t, 256> byte_tokens_{};                   // fallback id per byte, -1 if none
+  bool words_merge_independently_ = false;
 };
 
 }  // namespace

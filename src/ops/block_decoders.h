@@ -1,6 +1,9 @@
 // Block decoders: one per computable GgmlType, shared by dequantize_row and the matmul kernels
 // (private to src/ops). Layouts and value formulas follow ggml (ggml-common.h, ggml-quants.c
 // dequantize_row_*); the arithmetic is done in the same order, so results are bit-exact.
+// Invariant that keeps them bit-exact whether or not a compiler fuses a multiply and an add: every
+// product below is exact in float (an fp16 scale has 11 significant bits, a 6/8-bit sub-scale and
+// a code of at most 8 bits add up to at most 24), so only the final add/subtract rounds.
 //
 // A decoder is a struct with
 //   kBlockSize   values per block (a multiple of 8; F32/F16/BF16 use 8-value "blocks")
@@ -155,6 +158,7 @@ struct KQuant4or5 {
     const uint8_t* scales = block + 4;
     const uint8_t* qh = block + 16;
     const uint8_t* qs = block + (kHighBits ? 48 : 16);
+#pragma GCC unroll 8
     for (int j = 0; j < 8; ++j) {
       const auto [scale, min] = k_scale_min(scales, j);
       const F8 step = simd::f8_set1(d * static_cast<float>(scale));
@@ -184,7 +188,9 @@ struct Q6_K {
     const uint8_t* qh = block + 128;
     const auto* scales = reinterpret_cast<const int8_t*>(block + 192);
     const float d = fp16_to_f32_inline(load_u16(block + 208));
+#pragma GCC unroll 2
     for (int h = 0; h < 2; ++h) {
+#pragma GCC unroll 4
       for (int q = 0; q < 4; ++q) {
         for (int k = 0; k < 4; ++k) {  // values 32q + 8k .. +8 of this half
           const I8 low_bytes = simd::i8_load_u8(ql + 64 * h + 32 * (q & 1) + 8 * k);

@@ -5,11 +5,14 @@
 // Blocking: the output (n_tokens x rows) is split into work items of up to kItemTokens tokens x
 // kItemRows rows, shared among threads. Within an item, columns are walked in chunks of
 // kChunkCols so that the item's activation slice (tokens x chunk) stays in L2 while every row
-// tile passes over it; a micro-tile decodes kTileRows rows once per group of 8 columns and reuses
-// each decoded vector for kTileTokens tokens (kTileRows x kTileTokens accumulators in registers).
+// tile passes over it; a micro-tile takes kTileRows rows per group of 8 columns and reuses each
+// weight vector for kTileTokens tokens (kTileRows x kTileTokens accumulators in registers).
+// Quantised weights are decoded once per item: into a small float panel when the item has several
+// token tiles, else directly in the micro-tile.
 #include "ops/matmul.h"
 
 #include <algorithm>
+#include <type_traits>
 
 #include "core/error.h"
 #include "ops/block_decoders.h"
@@ -36,28 +39,59 @@ struct Item {
   int64_t row_begin, row_end, token_begin, token_end;
 };
 
-// y[t][r] += dot(row r, token t) over blocks [block_begin, block_end), for R rows from r0 and T
-// tokens from t0.
+// The operands of one micro-tile, all positioned at the first column of its column range.
+struct TileOperands {
+  const uint8_t* w;       // first of R weight rows
+  std::size_t w_stride;   // bytes from one weight row to the next
+  const float* x;         // first of T activation rows
+  int64_t x_stride;       // floats from one token's activations to the next
+  float* y;               // y of the first token and first row
+  int64_t y_stride;       // floats from one token's outputs to the next
+  int64_t n_blocks;       // decoder blocks in the column range
+};
+
+// y[t][r] += dot(weight row r, token t) over the tile's column range, for R rows and T tokens.
 template <typename Decoder, int R, int T>
-void add_tile(const Item& item, int64_t r0, int64_t t0, int64_t block_begin, int64_t block_end) {
+void add_tile(const TileOperands& op) {
   F8 acc[R][T];
   for (auto& row : acc)
     for (auto& a : row) a = simd::f8_zero();
-  const uint8_t* rows[R];
-  for (int r = 0; r < R; ++r) rows[r] = item.weights + (r0 + r) * item.row_bytes;
-  const float* tokens[T];
-  for (int t = 0; t < T; ++t) tokens[t] = item.x + (t0 + t) * item.cols;
-
-  for (int64_t b = block_begin; b < block_end; ++b) {
-    const int64_t col = b * Decoder::kBlockSize;
+  for (int64_t b = 0; b < op.n_blocks; ++b) {
+    const float* x = op.x + b * Decoder::kBlockSize;
     for (int r = 0; r < R; ++r) {
-      Decoder::decode(rows[r] + b * Decoder::kBlockBytes, [&](int g, F8 w) {
-        for (int t = 0; t < T; ++t) acc[r][t] = simd::fmadd(w, simd::f8_load(tokens[t] + col + 8 * g), acc[r][t]);
+      Decoder::decode(op.w + r * op.w_stride + b * Decoder::kBlockBytes, [&](int g, F8 w) {
+        for (int t = 0; t < T; ++t) acc[r][t] = simd::fmadd(w, simd::f8_load(x + t * op.x_stride + 8 * g), acc[r][t]);
       });
     }
   }
   for (int t = 0; t < T; ++t)
-    for (int r = 0; r < R; ++r) item.y[(t0 + t) * item.rows + r0 + r] += simd::hsum(acc[r][t]);
+    for (int r = 0; r < R; ++r) op.y[t * op.y_stride + r] += simd::hsum(acc[r][t]);
+}
+
+// All token tiles of the item for R rows over one column range (op positioned at the item's
+// first token).
+template <typename Decoder, int R>
+void add_row_tile(TileOperands op, int64_t n_tokens) {
+  for (int64_t t0 = 0; t0 < n_tokens;) {
+    const int T = n_tokens - t0 >= kTileTokens ? kTileTokens : 1;
+    if (T == kTileTokens)
+      add_tile<Decoder, R, kTileTokens>(op);
+    else
+      add_tile<Decoder, R, 1>(op);
+    op.x += T * op.x_stride;
+    op.y += T * op.y_stride;
+    t0 += T;
+  }
+}
+
+// Decodes blocks [0, n_blocks) of R rows (w_stride bytes apart) into panel rows kChunkCols apart.
+template <typename Decoder, int R>
+void decode_panel(const uint8_t* w, std::size_t w_stride, int64_t n_blocks, float* panel) {
+  for (int r = 0; r < R; ++r)
+    for (int64_t b = 0; b < n_blocks; ++b) {
+      float* out = panel + r * kChunkCols + b * Decoder::kBlockSize;
+      Decoder::decode(w + r * w_stride + b * Decoder::kBlockBytes, [out](int g, F8 v) { simd::f8_store(out + 8 * g, v); });
+    }
 }
 
 // Columns past the last whole decoder block (float types only, fewer than 8 per row).
@@ -71,35 +105,39 @@ void add_tail_columns(GgmlType type, const Item& item, int64_t first_col) {
     }
 }
 
+// Computes the item's part of y. With several token tiles (prefill), each column chunk of a row
+// tile is decoded once into a float panel that all token tiles then read (F32 weights are read in
+// place); with one token tile (decode), blocks are decoded straight into the FMAs.
 template <typename Decoder>
 void run_item(GgmlType type, const Item& item) {
+  const int64_t n_tokens = item.token_end - item.token_begin;
   for (int64_t t = item.token_begin; t < item.token_end; ++t)
     std::fill(item.y + t * item.rows + item.row_begin, item.y + t * item.rows + item.row_end, 0.0f);
 
   const int64_t n_blocks = item.cols / Decoder::kBlockSize;
-  const bool one_token_tile = item.token_end - item.token_begin <= kTileTokens;
-  const int64_t chunk_blocks = one_token_tile ? n_blocks : std::max<int64_t>(1, kChunkCols / Decoder::kBlockSize);
+  const bool use_panel = n_tokens > kTileTokens && !std::is_same_v<Decoder, decoders::F32>;
+  const int64_t chunk_blocks = n_tokens <= kTileTokens ? n_blocks : kChunkCols / Decoder::kBlockSize;
+  alignas(64) float panel[kTileRows * kChunkCols];  // (kTileRows, kChunkCols) decoded weights
 
-  // All token tiles of rows [r0, r0 + R) over one column chunk.
-  auto add_row_tile = [&]<int R>(int64_t r0, int64_t b0, int64_t b1) {
-    for (int64_t t0 = item.token_begin; t0 < item.token_end;) {
-      if (item.token_end - t0 >= kTileTokens) {
-        add_tile<Decoder, R, kTileTokens>(item, r0, t0, b0, b1);
-        t0 += kTileTokens;
-      } else {
-        add_tile<Decoder, R, 1>(item, r0, t0, b0, b1);
-        t0 += 1;
-      }
-    }
+  auto add_rows = [&]<int R>(int64_t r0, int64_t b0, int64_t b1) {
+    TileOperands op{item.weights + r0 * item.row_bytes + b0 * Decoder::kBlockBytes, item.row_bytes,
+                    item.x + item.token_begin * item.cols + b0 * Decoder::kBlockSize, item.cols,
+                    item.y + item.token_begin * item.rows + r0, item.rows, b1 - b0};
+    if (!use_panel) return add_row_tile<Decoder, R>(op, n_tokens);
+    decode_panel<Decoder, R>(op.w, op.w_stride, op.n_blocks, panel);
+    op.w = reinterpret_cast<const uint8_t*>(panel);
+    op.w_stride = kChunkCols * sizeof(float);
+    op.n_blocks = (b1 - b0) * Decoder::kBlockSize / decoders::F32::kBlockSize;
+    add_row_tile<decoders::F32, R>(op, n_tokens);
   };
   for (int64_t b0 = 0; b0 < n_blocks; b0 += chunk_blocks) {
     const int64_t b1 = std::min(n_blocks, b0 + chunk_blocks);
     for (int64_t r0 = item.row_begin; r0 < item.row_end;) {
       if (item.row_end - r0 >= kTileRows) {
-        add_row_tile.template operator()<kTileRows>(r0, b0, b1);
+        add_rows.template operator()<kTileRows>(r0, b0, b1);
         r0 += kTileRows;
       } else {
-        add_row_tile.template operator()<1>(r0, b0, b1);
+        add_rows.template operator()<1>(r0, b0, b1);
         r0 += 1;
       }
     }

@@ -15,7 +15,8 @@ namespace {
 void expect_prefixes_refused(const std::vector<uint8_t>& image, std::size_t end) {
   for (std::size_t n = 0; n < end; ++n) {
     try {
-      GgufFile::from_bytes({image.begin(), image.begin() + static_cast<std::ptrdiff_t>(n)}, "prefix");
+      GgufFile::from_bytes({image.begin(), image.begin() + static_cast<std::ptrdiff_t>(n)},
+                           "prefix");
       ADD_FAILURE() << "the first " << n << " of " << image.size() << " bytes parsed";
       return;
     } catch (const MkvError&) {
@@ -69,7 +70,8 @@ TEST(GgufRobustness, Stories260KHeaderTruncationsAndFlips) {
   std::uniform_int_distribution<std::size_t> cut(data_offset, image.size() - 1);
   for (int i = 0; i < 100; ++i) {
     const std::size_t n = cut(rng);
-    EXPECT_THROW(GgufFile::from_bytes({image.begin(), image.begin() + static_cast<std::ptrdiff_t>(n)}, "cut"),
+    EXPECT_THROW(GgufFile::from_bytes(
+                     {image.begin(), image.begin() + static_cast<std::ptrdiff_t>(n)}, "cut"),
                  MkvError)
         << n;
   }

@@ -24,9 +24,10 @@ void expect_same_as_written(const GgufFile& file, uint32_t alignment) {
   // Metadata in insertion order (small_writer calls set_alignment first).
   std::vector<std::string> keys;
   for (const auto& [key, value] : file.metadata()) keys.push_back(key);
-  EXPECT_THAT(keys, ::testing::ElementsAre("general.alignment", "general.architecture", "u8", "i8", "u16",
-                                           "i16", "u32", "i32", "u64", "i64", "f32", "f64", "flag", "tokens",
-                                           "scores", "types", "bools", "u8s", "f64s", "empty", "nested"));
+  EXPECT_THAT(keys, ::testing::ElementsAre("general.alignment", "general.architecture", "u8", "i8",
+                                           "u16", "i16", "u32", "i32", "u64", "i64", "f32", "f64",
+                                           "flag", "tokens", "scores", "types", "bools", "u8s",
+                                           "f64s", "empty", "nested"));
   EXPECT_EQ(file.find("u8")->type, GgufValueType::UINT8);
   EXPECT_EQ(file.get_int("u8"), 200);
   EXPECT_EQ(file.find("i8")->type, GgufValueType::INT8);
@@ -48,7 +49,8 @@ void expect_same_as_written(const GgufFile& file, uint32_t alignment) {
   EXPECT_EQ(file.find("scores")->array_type, GgufValueType::FLOAT32);
   EXPECT_THAT(file.get_float_array("scores"), ::testing::ElementsAre(0.5, -1.25, 3e8));
   EXPECT_THAT(file.get_int_array("types"), ::testing::ElementsAre(1, -2, 3));
-  EXPECT_EQ(std::get<std::vector<bool>>(file.find("bools")->data), (std::vector<bool>{true, false, true}));
+  EXPECT_EQ(std::get<std::vector<bool>>(file.find("bools")->data),
+            (std::vector<bool>{true, false, true}));
   EXPECT_THAT(file.get_int_array("u8s"), ::testing::ElementsAre(0, 255));
   EXPECT_THAT(file.get_float_array("f64s"), ::testing::ElementsAre(1.0 / 3));
   EXPECT_EQ(file.find("empty")->array_type, GgufValueType::UINT64);
@@ -74,7 +76,8 @@ void expect_same_as_written(const GgufFile& file, uint32_t alignment) {
     ASSERT_EQ(t.nbytes, expected[i].nbytes) << t.name;
     EXPECT_EQ(t.offset % alignment, 0u) << t.name;
     EXPECT_EQ(t.data, file.tensors()[0].data + t.offset) << t.name;
-    EXPECT_EQ(std::vector<uint8_t>(t.data, t.data + t.nbytes), patterned_bytes(t.nbytes, expected[i].seed));
+    EXPECT_EQ(std::vector<uint8_t>(t.data, t.data + t.nbytes),
+              patterned_bytes(t.nbytes, expected[i].seed));
   }
   EXPECT_EQ(file.tensor("q8_0").rows(), 2);
   EXPECT_EQ(file.tensor("f32").n_elements(), 24);
@@ -123,26 +126,33 @@ TEST(GgufWriter, EncodesF32SourcesWithTheQuantiser) {
   ASSERT_EQ(q8.nbytes, 3 * ggml_row_bytes(GgmlType::Q8_0, 64));
   std::vector<float> decoded(values.size());
   dequantize_row(GgmlType::Q8_0, q8.data, decoded.data(), static_cast<int64_t>(decoded.size()));
-  for (std::size_t i = 0; i < values.size(); ++i) EXPECT_NEAR(decoded[i], values[i], 2.0 / 127) << i;
+  for (std::size_t i = 0; i < values.size(); ++i)
+    EXPECT_NEAR(decoded[i], values[i], 2.0 / 127) << i;
 }
 
 TEST(GgufWriter, RejectsBadTensorsAndValues) {
   GgufWriter w;
-  EXPECT_THAT(error_of([&] { w.add_tensor("t", GgmlType::Q8_0, {64, 2}, std::vector<uint8_t>(135)); }),
+  EXPECT_THAT(error_of([&] {
+                w.add_tensor("t", GgmlType::Q8_0, {64, 2}, std::vector<uint8_t>(135));
+              }),
               HasSubstr("tensor 't' (Q8_0 [64, 2]) needs 136 bytes, got 135"));
   EXPECT_THAT(error_of([&] { w.add_tensor("t", GgmlType::Q4_0, {48}, std::vector<uint8_t>(18)); }),
               HasSubstr("ne0 = 48 is not a multiple of the Q4_0 block size 32"));
-  EXPECT_THAT(error_of([&] { w.add_tensor_f32("t", GgmlType::F32, {4, 2}, std::vector<float>(7)); }),
+  EXPECT_THAT(error_of([&] {
+                w.add_tensor_f32("t", GgmlType::F32, {4, 2}, std::vector<float>(7));
+              }),
               HasSubstr("hold 8 values, got 7"));
   w.add_tensor("t", GgmlType::F32, {2}, std::vector<uint8_t>(8));
   EXPECT_THAT(error_of([&] { w.add_tensor("t", GgmlType::F32, {2}, std::vector<uint8_t>(8)); }),
               HasSubstr("tensor 't' added twice"));
-  EXPECT_THAT(error_of([&] { w.set_alignment(48); }), HasSubstr("alignment 48 is not a nonzero power of two"));
+  EXPECT_THAT(error_of([&] { w.set_alignment(48); }),
+              HasSubstr("alignment 48 is not a nonzero power of two"));
 
   w.set("small", scalar_value(GgufValueType::UINT8, uint64_t{300}));
   EXPECT_THAT(error_of([&] { w.to_bytes(); }), HasSubstr("key 'small': value 300 is out of range"));
   w.set("small", scalar_value(GgufValueType::STRING, uint64_t{3}));
-  EXPECT_THAT(error_of([&] { w.to_bytes(); }), HasSubstr("key 'small': a string value does not hold matching data"));
+  EXPECT_THAT(error_of([&] { w.to_bytes(); }),
+              HasSubstr("key 'small': a string value does not hold matching data"));
 }
 
 }  // namespace

@@ -22,7 +22,8 @@ GgufValue nested_array_value(std::vector<GgufValue> inner_arrays) {
 
 bool same_value(const GgufValue& a, const GgufValue& b) {
   if (a.type != b.type || a.data != b.data || a.elements.size() != b.elements.size()) return false;
-  if (a.type == GgufValueType::ARRAY && (a.array_type != b.array_type || a.array_size != b.array_size))
+  if (a.type == GgufValueType::ARRAY &&
+      (a.array_type != b.array_type || a.array_size != b.array_size))
     return false;
   for (std::size_t i = 0; i < a.elements.size(); ++i)
     if (!same_value(a.elements[i], b.elements[i])) return false;

@@ -53,7 +53,9 @@ class RawGguf {
     bytes.resize(bytes.size() + n, 0);
     return *this;
   }
-  RawGguf& pad_to(std::size_t alignment) { return zeros((alignment - bytes.size() % alignment) % alignment); }
+  RawGguf& pad_to(std::size_t alignment) {
+    return zeros((alignment - bytes.size() % alignment) % alignment);
+  }
 
   std::vector<uint8_t> bytes;
 };

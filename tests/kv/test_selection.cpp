@@ -55,7 +55,9 @@ INSTANTIATE_TEST_SUITE_P(Cases, SelectKeep,
 TEST(Selection, ClampsProtectionToTheBudget) {
   const Protection p = clamp_protection(Protection{4, 32}, 16);
   EXPECT_EQ(p.sinks, 4);
-  EXPECT_EQ(p.window, 12);
+  EXPECT_EQ(p.window, 6);  // half of the 12 non-sink slots
+  EXPECT_EQ(clamp_protection(Protection{4, 32}, 68).window, 32);
+  EXPECT_EQ(clamp_protection(Protection{4, 32}, 64).window, 30);
   EXPECT_EQ(clamp_protection(Protection{4, 32}, 2).sinks, 2);
   EXPECT_EQ(clamp_protection(Protection{4, 32}, 2).window, 0);
   EXPECT_EQ(protected_count(20, Protection{4, 32}), 20);
@@ -96,7 +98,7 @@ TEST(Selection, AdaptiveBudgetsSumToTheLayerTotalAndRespectTheSafeguard) {
     for (int h = 0; h < heads; ++h) EXPECT_GE(b[h], int(0.2 * budget)) << "head " << h;
     EXPECT_GT(b[3], b[0]);
   }
-  // By hand: head 0 holds all the top scores. H·B = 20, c = (10, 0): b = (10·0.8 + 2, 2) = (10, 2)... per B = 10.
+  // By hand: B = 10, head 0 holds all of the top H·B = 20 scores.
   std::vector<std::vector<float>> two(2, std::vector<float>(30, 0.0f));
   for (int i = 0; i < 30; ++i) two[0][i] = 1.0f + float(i);
   const auto b = adaptive_budgets(two, Protection{0, 0}, 10, 0.2);

@@ -1,12 +1,12 @@
 // Byte-level BPE tokenizer: every row of the llama.cpp goldens (Llama-3 and Qwen3 vocabularies),
 // the pre-tokenizer and byte mapping on their own, bad input, and a throughput measurement.
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include <chrono>
 #include <fstream>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 
 #include "core/error.h"
 #include "gguf/gguf_file.h"
@@ -96,16 +96,18 @@ TEST(BpeTokenizerGolden, MeasuresThroughputOnOneMegabyte) {
   std::string text = test::read_file(book) + test::read_file(stories);
   text.resize(std::min<std::size_t>(text.size(), 1 << 20));
   for (const char* name : {"llama3", "qwen3"}) {
-    const BpeTokenizer& tokenizer = golden_tokenizer(vocab.parent_path() / (std::string(name) + "-vocab.gguf"));
+    const BpeTokenizer& tokenizer =
+        golden_tokenizer(vocab.parent_path() / (std::string(name) + "-vocab.gguf"));
     const auto start = Clock::now();
     const auto ids = tokenizer.encode(text, false, true);
     const double encode_s = seconds_since(start);
     const auto decode_start = Clock::now();
     const std::string decoded = tokenizer.decode(ids);
     const double decode_s = seconds_since(decode_start);
-    std::printf("[ speed    ] %s: %.2f MB -> %zu tokens, encode %.0f ms (%.1f MB/s), decode %.0f ms\n",
-                name, text.size() / 1e6, ids.size(), encode_s * 1e3, text.size() / 1e6 / encode_s,
-                decode_s * 1e3);
+    std::printf(
+        "[ speed    ] %s: %.2f MB -> %zu tokens, encode %.0f ms (%.1f MB/s), decode %.0f ms\n",
+        name, text.size() / 1e6, ids.size(), encode_s * 1e3, text.size() / 1e6 / encode_s,
+        decode_s * 1e3);
     EXPECT_EQ(decoded, text);
   }
 }
@@ -161,10 +163,12 @@ TEST(BpeTokenizer, InvalidUtf8BecomesReplacementCharacters) {
   BpeTokenizer tokenizer(tiny_vocab());
   const std::string replacement = "\xEF\xBF\xBD";
   const std::pair<std::string, std::string> cases[] = {
-      {"a\xFF" "b", "a" + replacement + "b"},              // byte that never starts a sequence
-      {"\xE4\xB8", replacement + replacement},             // truncated 3-byte sequence
-      {"\x80x", replacement + "x"},                        // lone continuation byte
-      {"\xC0\x80", replacement + replacement},             // overlong NUL
+      {"a\xFF"
+       "b",
+       "a" + replacement + "b"},                // byte that never starts a sequence
+      {"\xE4\xB8", replacement + replacement},  // truncated 3-byte sequence
+      {"\x80x", replacement + "x"},             // lone continuation byte
+      {"\xC0\x80", replacement + replacement},  // overlong NUL
       {"\xED\xA0\x80", replacement + replacement + replacement},  // UTF-16 surrogate
   };
   for (const auto& [bad, repaired] : cases) {
@@ -176,8 +180,8 @@ TEST(BpeTokenizer, InvalidUtf8BecomesReplacementCharacters) {
 
 TEST(BpeTokenizer, LongRunsDoNotExhaustTheRegexEngine) {
   BpeTokenizer tokenizer(tiny_vocab("llama-bpe"));
-  for (const std::string run : {std::string(1 << 20, ' '), std::string(1 << 20, 'a'),
-                                std::string(1 << 18, '\n') + "x", std::string(1 << 18, '7')}) {
+  for (const std::string& run : {std::string(1 << 20, ' '), std::string(1 << 20, 'a'),
+                                 std::string(1 << 18, '\n') + "x", std::string(1 << 18, '7')}) {
     const auto ids = tokenizer.encode(run, false, false);
     EXPECT_EQ(tokenizer.decode(ids), run);
   }
@@ -214,8 +218,9 @@ TEST(BpeTokenizer, UnknownPreTokenizerIsAnError) {
   }
 }
 
-TEST(BpeTokenizer, FactoryMakesABpeTokenizer) {
-  const auto tokenizer = make_bpe_tokenizer(tiny_vocab());
+TEST(BpeTokenizer, TokenizerCreateChoosesBpeForGpt2Vocabularies) {
+  const auto tokenizer = Tokenizer::create(tiny_vocab());
+  EXPECT_NE(dynamic_cast<const BpeTokenizer*>(tokenizer.get()), nullptr);
   EXPECT_EQ(tokenizer->encode("abc", false, false), (std::vector<int32_t>{257}));
 }
 

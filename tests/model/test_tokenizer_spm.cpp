@@ -150,6 +150,15 @@ TEST(SpmTokenizer, MergesHighestScoreFirstThenLeftmost) {
             (std::vector<std::string>{space, "a", "bc"}));
 }
 
+TEST(SpmTokenizer, MergesAcrossSpacesWhenTheVocabHasSuchTokens) {
+  // "a▁b" joins two words, so words cannot be merged one by one for this vocab.
+  const std::string space = "\xE2\x96\x81";
+  auto tokenizer = Tokenizer::create(
+      tiny_vocab({{space, 0}, {"a", 0}, {"b", 0}, {"a" + space, -1}, {"a" + space + "b", -2}}, true));
+  EXPECT_EQ(pieces_of(*tokenizer, tokenizer->encode("a b", false, false)),
+            (std::vector<std::string>{space, "a" + space + "b"}));
+}
+
 TEST(SpmTokenizer, FallsBackToBytesThenUnknown) {
   const std::string space = "\xE2\x96\x81";
   auto with_bytes = Tokenizer::create(tiny_vocab({{space, 0}, {"a", 0}}, true));

@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "gguf/gguf_file.h"
 #include "gguf/gguf_writer.h"
+#include "model/tokenizer.h"
 #include "model/vocab.h"
 #include "support/test_support.h"
 
@@ -86,7 +87,11 @@ void expect_resolved_like_llama_cpp(const std::string& name, const std::string& 
   EXPECT_FALSE(vocab.merges.empty());
   EXPECT_FALSE(vocab.chat_template.empty());
   EXPECT_EQ(ids_of_type(vocab, TokenType::CONTROL), resolved["control"].get<std::vector<int32_t>>());
-  EXPECT_EQ(vocab.end_of_generation_ids(), resolved["eog"].get<std::vector<int32_t>>());
+  const auto eog = resolved["eog"].get<std::vector<int32_t>>();
+  EXPECT_EQ(vocab.end_of_generation_ids(), eog);
+  const auto tokenizer = Tokenizer::create(vocab);  // "gpt2" -> the BPE tokenizer
+  for (int32_t id : eog) EXPECT_TRUE(tokenizer->is_end_of_generation(id)) << id;
+  EXPECT_FALSE(tokenizer->is_end_of_generation(0));
 }
 
 TEST(Vocab, ResolvesLlama3LikeLlamaCpp) { expect_resolved_like_llama_cpp("llama3", "llama-bpe", true); }

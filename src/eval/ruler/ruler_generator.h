@@ -55,11 +55,12 @@ class RulerGenerator {
 
   // tokens(rendered prompt) + tokens_to_generate.
   int64_t prompt_length(const RulerSample& sample) const;
+  // Length of the fitting probe (a fixed stream) at a haystack size; fit() bisects on it.
+  int64_t probe_length(int64_t haystack_size) const;
 
  private:
   BuiltPrompt build(int64_t haystack_size, SeededRng& rng) const;
   RulerSample to_sample(int64_t index, BuiltPrompt prompt) const;
-  int64_t probe_length(int64_t haystack_size) const;
   int64_t fit_vt_example() const;
 
   RulerConfig config_;

@@ -1,0 +1,64 @@
+// matmul throughput at the Llama-3.2-1B FFN shape (2048 x 8192 weights): the decode GEMV
+// (n_tokens = 1: weight bytes read per second) and prefill (n_tokens = 64: FLOP/s). Rates use
+// real time, so run on an idle machine (OMP_NUM_THREADS sets the threads).
+// Run: build/bench/bench_matmul --benchmark_counters_tabular=true
+#include <benchmark/benchmark.h>
+
+#include <random>
+#include <vector>
+
+#include "ops/matmul.h"
+#include "ops/quant.h"
+
+namespace {
+
+constexpr int64_t kRows = 2048, kCols = 8192;
+
+// A random weight matrix in `type` (each encoded row reused for all rows: the kernel's cost does
+// not depend on values) and activations for `n_tokens`.
+struct Problem {
+  std::vector<uint8_t> weights;
+  std::vector<float> x, y;
+  mkv::WeightMatrix w;
+
+  Problem(mkv::GgmlType type, int64_t n_tokens) {
+    std::mt19937 rng(1);
+    std::normal_distribution<float> dist;
+    std::vector<float> row(kCols);
+    for (auto& v : row) v = dist(rng);
+    const std::size_t row_bytes = mkv::ggml_row_bytes(type, kCols);
+    weights.resize(row_bytes * kRows);
+    mkv::quantize_row(type, row.data(), weights.data(), kCols);
+    for (int64_t r = 1; r < kRows; ++r) std::copy_n(weights.begin(), row_bytes, weights.begin() + r * row_bytes);
+    x.resize(n_tokens * kCols);
+    for (auto& v : x) v = dist(rng);
+    y.resize(n_tokens * kRows);
+    w = {type, weights.data(), kRows, kCols};
+  }
+};
+
+void BM_Matmul(benchmark::State& state, mkv::GgmlType type) {
+  const int64_t n_tokens = state.range(0);
+  Problem p(type, n_tokens);
+  for (auto _ : state) {
+    mkv::matmul(p.w, p.x.data(), n_tokens, p.y.data());
+    benchmark::DoNotOptimize(p.y.data());
+  }
+  const double calls = static_cast<double>(state.iterations());
+  // Printed as rates with SI prefixes: "weights" in bytes/s (e.g. 18G/s), "flops" in FLOP/s.
+  state.counters["weights"] = benchmark::Counter(calls * static_cast<double>(p.weights.size()),
+                                                 benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
+  state.counters["flops"] = benchmark::Counter(calls * 2.0 * kRows * kCols * static_cast<double>(n_tokens),
+                                               benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
+}
+
+#define MKV_MATMUL_BENCH(type) \
+  BENCHMARK_CAPTURE(BM_Matmul, type, mkv::GgmlType::type)->Arg(1)->Arg(64)->UseRealTime()->Unit(benchmark::kMillisecond)
+
+MKV_MATMUL_BENCH(Q8_0);
+MKV_MATMUL_BENCH(F16);
+MKV_MATMUL_BENCH(Q4_K);
+MKV_MATMUL_BENCH(F32);
+MKV_MATMUL_BENCH(Q6_K);
+
+}  // namespace

@@ -1,0 +1,213 @@
+// Every scorer press × allocation × budget on a real KvCache: the kept rows are exactly the top
+// scores with sinks and window protected (kvpress's parametrised test), budgets hold, memory
+// shrinks, moments see every evicted token, decode-time eviction stays within budget + slack.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <random>
+
+#include "kv/press_registry.h"
+#include "kv/presses/scorer_press.h"
+#include "kv/reference.h"
+
+namespace mkv {
+namespace {
+
+const PressGeometry kGeometry{/*n_layers=*/3, /*n_heads=*/4, /*n_kv_heads=*/2, /*head_dim_k=*/8,
+                              /*head_dim_v=*/8, /*scale=*/0.35355339f};
+constexpr int kPrompt = 120;
+
+// Prefills kPrompt random tokens in two chunks, observing every layer like the session does.
+struct PressRun {
+  std::unique_ptr<Press> press;
+  KvCache cache;
+  std::mt19937 rng{42};
+  int32_t next = 0;
+
+  explicit PressRun(const std::string& spec)
+      : press(make_press(spec)),
+        cache(KvCacheShape{kGeometry.n_layers, kGeometry.n_kv_heads, kGeometry.head_dim_k, kGeometry.head_dim_v},
+              KvStorage::F32, press->moment_config()) {
+    press->reset(kGeometry);
+    cache.set_nc(press->nc());
+  }
+  void feed(int n) {
+    std::vector<int32_t> positions(n);
+    for (int t = 0; t < n; ++t) positions[t] = next++;
+    for (int layer = 0; layer < kGeometry.n_layers; ++layer) {
+      const auto k = test::normal_vector(rng, std::size_t(n) * kGeometry.n_kv_heads * kGeometry.head_dim_k);
+      const auto v = test::normal_vector(rng, std::size_t(n) * kGeometry.n_kv_heads * kGeometry.head_dim_v);
+      const auto q = test::normal_vector(rng, std::size_t(n) * kGeometry.n_heads * kGeometry.head_dim_k, 0.0f, 2.0f);
+      cache.append(layer, n, k.data(), v.data(), positions.data());
+      press->observe(layer, n, q.data(), positions.data(), cache);
+    }
+  }
+  void prefill() {
+    feed(kPrompt - 40);
+    feed(40);
+  }
+  std::vector<int32_t> positions(int layer, int h) const {
+    const KvHeadView view = cache.head(layer, h);
+    return {view.positions, view.positions + view.length};
+  }
+};
+
+// The top-n_keep reference over plain scores (score desc, then the more recent row).
+std::vector<int32_t> reference_positions(const std::vector<float>& scores, const std::vector<int32_t>& positions,
+                                         int32_t n_keep, const Protection& p) {
+  const int32_t n = int32_t(scores.size());
+  if (n <= n_keep) return positions;
+  std::vector<int32_t> keep, rest;
+  for (int32_t i = 0; i < n; ++i) (i < p.sinks || i >= n - p.window ? keep : rest).push_back(i);
+  std::stable_sort(rest.begin(), rest.end(), [&](int32_t a, int32_t b) {
+    return scores[a] != scores[b] ? scores[a] > scores[b] : a > b;
+  });
+  keep.insert(keep.end(), rest.begin(), rest.begin() + (n_keep - int32_t(keep.size())));
+  std::sort(keep.begin(), keep.end());
+  for (int32_t& i : keep) i = positions[i];
+  return keep;
+}
+
+struct PressCase {
+  std::string spec;
+  int32_t budget;
+};
+
+class EveryPress : public ::testing::TestWithParam<PressCase> {};
+
+TEST_P(EveryPress, KeepsExactlyTheTopScoresWithSinksAndWindow) {
+  const PressCase c = GetParam();
+  PressRun run(c.spec + (c.spec.find(':') == std::string::npos ? ":" : ",") + "budget=" + std::to_string(c.budget));
+  auto& press = dynamic_cast<ScorerPress&>(*run.press);
+  run.prefill();
+  // Expected rows per layer/head from the scores of the uncompressed cache (one round).
+  std::vector<std::vector<int32_t>> expected;
+  for (int layer = 0; layer < kGeometry.n_layers; ++layer) {
+    HeadScores scores;
+    press.scorer().score(run.cache, layer, scores);
+    const auto finals = press.final_keep(run.cache, layer, scores);
+    for (int h = 0; h < kGeometry.n_kv_heads; ++h) {
+      // Protection is clamped to the layer's budget (PyramidKV: its layer budget).
+      const bool pyramid = press.options().allocation == Allocation::Pyramid;
+      const Protection p = clamp_protection(press.options().protection, pyramid ? finals[h] : c.budget);
+      expected.push_back(reference_positions(scores[h], run.positions(layer, h), finals[h], p));
+    }
+  }
+  run.press->compress(run.cache, CompressReason::AfterPrefill);
+  int64_t kept = 0;
+  for (int layer = 0, i = 0; layer < kGeometry.n_layers; ++layer)
+    for (int h = 0; h < kGeometry.n_kv_heads; ++h, ++i) {
+      const auto got = run.positions(layer, h);
+      EXPECT_EQ(got, expected[i]) << c.spec << " layer " << layer << " head " << h;
+      const Protection p = clamp_protection(press.options().protection, c.budget);
+      for (int s = 0; s < std::min(p.sinks, c.budget); ++s) EXPECT_EQ(got[s], s);  // sinks kept
+      if (c.budget < kPrompt && press.options().allocation == Allocation::Uniform) {
+        EXPECT_EQ(int32_t(got.size()), c.budget);
+      }
+      EXPECT_EQ(got.back(), kPrompt - 1);  // the window's newest row is kept
+      kept += int64_t(got.size());
+      if (run.cache.tracks_moments()) {
+        EXPECT_EQ(run.cache.head(layer, h).moments->count(), kPrompt - int64_t(got.size()));
+      }
+    }
+  if (press.options().allocation == Allocation::Adaptive && c.budget < kPrompt) {
+    EXPECT_EQ(kept, int64_t(c.budget) * kGeometry.n_layers * kGeometry.n_kv_heads);
+  }
+  EXPECT_EQ(run.cache.token_bytes(), std::size_t(kept) * run.cache.row_bytes());  // memory really shrinks
+}
+
+std::vector<PressCase> press_cases() {
+  const std::vector<std::string> specs = {
+      "streaming_llm", "h2o", "snapkv", "pyramidkv", "momentkv:rounds=1", "momentkv:rounds=1,alloc=adaptive",
+      "adakv:scorer=snapkv", "adakv:scorer=h2o", "adakv:scorer=momentkv", "snapkv:nc=1", "adakv:nc=1",
+      "momentkv:rounds=1,nc=0", "h2o:window=8,sinks=0", "snapkv:kernel=1,window=16"};
+  std::vector<PressCase> cases;
+  for (const std::string& s : specs)
+    for (int32_t budget : {16, 48, 100, 120, 500}) cases.push_back({s, budget});
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(Specs, EveryPress, ::testing::ValuesIn(press_cases()),
+                         [](const auto& info) {
+                           std::string name = info.param.spec + "_L" + std::to_string(info.param.budget);
+                           for (char& ch : name) if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+                           return name;
+                         });
+
+TEST(Presses, BudgetAtLeastTheLengthEvictsNothing) {
+  for (const char* spec : {"full", "streaming_llm", "h2o", "snapkv", "pyramidkv", "adakv", "momentkv"}) {
+    PressRun run(std::string(spec) == "full" ? std::string(spec) : std::string(spec) + ":budget=120");
+    run.prefill();
+    run.press->compress(run.cache, CompressReason::AfterPrefill);
+    EXPECT_EQ(run.cache.total_tokens(), int64_t(kPrompt) * kGeometry.n_layers * kGeometry.n_kv_heads) << spec;
+  }
+}
+
+TEST(Presses, MomentKvRoundsReachTheBudgetAndFoldEveryEvictedToken) {
+  PressRun run("momentkv:budget=40,rounds=4");
+  ASSERT_TRUE(run.press->wants_moments());
+  ASSERT_TRUE(run.press->nc());
+  run.prefill();
+  run.press->compress(run.cache, CompressReason::AfterPrefill);
+  for (int layer = 0; layer < kGeometry.n_layers; ++layer)
+    for (int h = 0; h < kGeometry.n_kv_heads; ++h) {
+      EXPECT_EQ(run.cache.length(layer, h), 40);
+      EXPECT_EQ(run.cache.head(layer, h).moments->count(), kPrompt - 40);
+    }
+  EXPECT_EQ(run.cache.moment_bytes(),
+            std::size_t(kGeometry.n_layers * kGeometry.n_kv_heads) * (8 * 8 + 8 + 8 + 1) * sizeof(float));
+}
+
+TEST(Presses, RatioBudgetKeepsTheKvpressCount) {
+  PressRun run("snapkv:ratio=0.75");
+  run.prefill();
+  run.press->compress(run.cache, CompressReason::AfterPrefill);
+  EXPECT_EQ(run.cache.length(0, 0), 30);  // int(120 · 0.25)
+}
+
+TEST(Presses, DecodeSlackEvictsAgainOnlyPastBudgetPlusSlack) {
+  PressRun run("h2o:budget=40,decode_slack=5");
+  run.prefill();
+  run.press->compress(run.cache, CompressReason::AfterPrefill);
+  for (int step = 0; step < 20; ++step) {
+    run.feed(1);
+    run.press->compress(run.cache, CompressReason::AfterDecodeStep);
+    const int32_t length = run.cache.length(1, 1);
+    EXPECT_LE(length, 45);
+    EXPECT_EQ(length, 40 + (step + 1) % 6) << "step " << step;  // grows to L + S, then back to L
+  }
+  PressRun plain("snapkv:budget=40");  // no decode_slack: decoding never evicts
+  plain.prefill();
+  plain.press->compress(plain.cache, CompressReason::AfterPrefill);
+  plain.feed(3);
+  plain.press->compress(plain.cache, CompressReason::AfterDecodeStep);
+  EXPECT_EQ(plain.cache.length(0, 0), 43);
+}
+
+TEST(Presses, ChunkedPrefillBoundsThePeakLength) {
+  PressRun run("momentkv:budget=32");
+  int32_t peak = 0;
+  for (int chunk = 0; chunk < 6; ++chunk) {
+    run.feed(20);
+    peak = std::max(peak, run.cache.max_length());
+    run.press->compress(run.cache, CompressReason::AfterChunk);
+    EXPECT_LE(run.cache.max_length(), 32);
+  }
+  EXPECT_LE(peak, 32 + 20);
+  EXPECT_EQ(run.cache.head(2, 1).moments->count(), 120 - 32);
+}
+
+TEST(Presses, NcSwitchesAndMomentNeeds) {
+  EXPECT_FALSE(make_press("snapkv")->wants_moments());
+  EXPECT_TRUE(make_press("snapkv:nc=1")->nc());
+  EXPECT_TRUE(make_press("snapkv:nc=1")->wants_moments());
+  auto mi = make_press("momentkv:nc=0");
+  EXPECT_FALSE(mi->nc());
+  EXPECT_TRUE(mi->wants_moments());  // MI's scores read the moments
+  EXPECT_EQ(make_press("momentkv:variant=grouped")->moment_config().groups, 16);
+  EXPECT_EQ(make_press("momentkv:variant=grouped")->moment_numbers_per_head(kGeometry), 16 * (64 + 8 + 8 + 2));
+  EXPECT_DOUBLE_EQ(make_press("snapkv:nc=1,groups=16,means_only=1")->moment_token_equivalents(kGeometry), 16 * 17 / 16.0);
+}
+
+}  // namespace
+}  // namespace mkv
