@@ -69,3 +69,39 @@ struct MakeModelOptions {
 int run_make_model(const MakeModelOptions& options);
 
 }  // namespace mkv::cli
+
+namespace mkv::cli {
+
+struct KlOptions {
+  ModelOptions model;
+  std::string text_file;              // -f; default: shared tinystories_val.txt
+  std::vector<std::string> presses;   // --press (repeatable)
+  std::string budgets = "16,32,64,128";
+  std::string nc = "both";            // --nc both|on|off
+  bool equal_bytes = false;           // --equal-bytes
+  int prompt_tokens = 448;            // --prompt-tokens (BOS included)
+  int continuation_tokens = 64;       // --continuation-tokens
+  int windows = 3;                    // --windows
+  std::string json_output;            // -o
+};
+int run_kl(const KlOptions& options);
+
+// Shared assets path of a file (../shared/assets/<relative>, next to the working directory or
+// the repository the binary was built in); empty when not found.
+std::string find_shared_asset(const std::string& relative);
+
+}  // namespace mkv::cli
+
+namespace mkv::cli {
+
+struct ImportLlama2cOptions {
+  std::string model;            // --model: llama2.c .bin checkpoint
+  std::string tokenizer;        // --tokenizer: llama2.c tokenizer .bin, or a .gguf to copy tokenizer.* from
+  std::string output;           // -o
+  std::string type = "F32";     // --type: F32 | F16 | Q8_0 for the 2-D weights
+  int context = 0;              // --context: llama.context_length; 0 = the checkpoint's seq_len
+  std::string name = "llama";   // --name: general.name
+};
+int run_import_llama2c(const ImportLlama2cOptions& options);
+
+}  // namespace mkv::cli

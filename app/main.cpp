@@ -65,6 +65,19 @@ int main(int argc, char** argv) {
   logits->add_option("--tokens-file", lg.tokens_file, "file with token ids (comma/space separated or a JSON array)");
   logits->add_option("-o,--output", lg.output, "output file: float32 [n_tokens][n_vocab]");
 
+  KlOptions kl;
+  auto* kl_cmd = app.add_subcommand("kl", "KL / same-top-1 / ΔNLL of presses against the full cache (teacher-forced text)");
+  add_model_flags(*kl_cmd, kl.model);
+  kl_cmd->add_option("-f,--file", kl.text_file, "text file (default: ../shared/assets/text/tinystories_val.txt)");
+  kl_cmd->add_option("--press", kl.presses, "press spec, repeatable (default: every press)");
+  kl_cmd->add_option("--budgets", kl.budgets, "comma-separated budgets L (tokens per KV head)")->capture_default_str();
+  kl_cmd->add_option("--nc", kl.nc, "normalisation correction: both | on | off")->capture_default_str();
+  kl_cmd->add_flag("--equal-bytes", kl.equal_bytes, "count moment statistics against the budget (token-equivalents)");
+  kl_cmd->add_option("--prompt-tokens", kl.prompt_tokens, "compressed prompt length, BOS included")->capture_default_str();
+  kl_cmd->add_option("--continuation-tokens", kl.continuation_tokens, "teacher-forced positions compared")->capture_default_str();
+  kl_cmd->add_option("--windows", kl.windows, "consecutive text windows to average over")->capture_default_str();
+  kl_cmd->add_option("-o,--output", kl.json_output, "also write the rows as JSON");
+
   MakeModelOptions mm;
   auto* make_model = app.add_subcommand("make-model", "write a seeded random-weight GGUF at a real model's shape");
   make_model->add_option("--shape", mm.shape, "shape: llama-3.2-1b, llama-3.1-8b, qwen3-4b, qwen2.5-7b, tiny-llama, tiny-qwen2, tiny-qwen3")
@@ -73,6 +86,15 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   make_model->add_option("--seed", mm.seed, "weight seed")->capture_default_str();
   make_model->add_option("-o,--output", mm.output, "output GGUF file")->required();
+
+  ImportLlama2cOptions il;
+  auto* import_llama2c = app.add_subcommand("import-llama2c", "convert a llama2.c checkpoint (.bin) and vocabulary to GGUF");
+  import_llama2c->add_option("--model", il.model, "llama2.c .bin checkpoint (legacy version 0)")->required();
+  import_llama2c->add_option("--tokenizer", il.tokenizer, "llama2.c tokenizer .bin (e.g. tok512.bin), or a .gguf to copy the vocabulary from")->required();
+  import_llama2c->add_option("-o,--output", il.output, "output GGUF file")->required();
+  import_llama2c->add_option("--type", il.type, "type of the 2-D weights: F32 | F16 | Q8_0")->capture_default_str();
+  import_llama2c->add_option("--context", il.context, "llama.context_length (0 = the checkpoint's seq_len)")->capture_default_str();
+  import_llama2c->add_option("--name", il.name, "general.name")->capture_default_str();
 
   std::vector<std::string> names;
   for (const auto* sub : app.get_subcommands({})) names.push_back(sub->get_name());
@@ -95,6 +117,8 @@ int main(int argc, char** argv) {
     if (generate->parsed()) return run_generate(gen);
     if (logits->parsed()) return run_logits(lg);
     if (make_model->parsed()) return run_make_model(mm);
+    if (kl_cmd->parsed()) return run_kl(kl);
+    if (import_llama2c->parsed()) return run_import_llama2c(il);
   } catch (const mkv::MkvError& e) {
     fmt::print(stderr, "error: {}\n", e.what());
     return 1;

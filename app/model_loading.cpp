@@ -15,23 +15,31 @@ std::filesystem::path executable_dir() {
   return ec ? std::filesystem::path(".") : exe.parent_path();
 }
 
-// -m, else $MOMENTKV_MODEL, else stories260K in the shared assets (next to the working
-// directory or next to the repository the binary was built in).
+// -m, else $MOMENTKV_MODEL, else stories260K in the shared assets.
 std::string resolve_model_path(const std::string& flag) {
   if (!flag.empty()) return flag;
   if (const char* env = std::getenv("MOMENTKV_MODEL"); env && *env) return env;
-  const std::filesystem::path candidates[] = {
-      std::filesystem::path("..") / "shared" / "assets" / "stories260K.gguf",
-      executable_dir() / ".." / ".." / "shared" / "assets" / "stories260K.gguf",
-  };
-  for (const auto& c : candidates)
-    if (std::filesystem::exists(c)) return c.lexically_normal().string();
+  if (std::string path = find_shared_asset("stories260K.gguf"); !path.empty()) return path;
   fail("no model given and the default ../shared/assets/stories260K.gguf was not found; pass -m FILE.gguf "
        "or set MOMENTKV_MODEL (stories260K.gguf is published in Hugging Face's ggml-org/models, "
        "tinyllamas/stories260K.gguf)");
 }
 
 }  // namespace
+
+std::string find_shared_asset(const std::string& relative) {
+  if (const char* env = std::getenv("MOMENTKV_ASSETS"); env && *env) {
+    const auto path = std::filesystem::path(env) / relative;
+    return std::filesystem::exists(path) ? path.string() : "";
+  }
+  const std::filesystem::path candidates[] = {
+      std::filesystem::path("..") / "shared" / "assets" / relative,
+      executable_dir() / ".." / ".." / "shared" / "assets" / relative,
+  };
+  for (const auto& c : candidates)
+    if (std::filesystem::exists(c)) return c.lexically_normal().string();
+  return "";
+}
 
 LoadedModel load_model(const ModelOptions& options) {
   MKV_CHECK(options.threads >= 0, "-t must be >= 0, got {}", options.threads);

@@ -1,0 +1,116 @@
+#include "eval/compression_eval.h"
+
+#include <cmath>
+#include <memory>
+
+#include "core/error.h"
+#include "engine/session.h"
+#include "kv/press_registry.h"
+
+namespace mkv {
+namespace {
+
+// One press configuration to run: spec with NC fixed, nominal budget, retained-token budget.
+struct Setting {
+  std::string spec;
+  bool nc;
+  int32_t budget;
+  int32_t token_budget;
+};
+
+std::string with_param(const std::string& spec, const std::string& param) {
+  return spec + (spec.find(':') == std::string::npos ? ":" : ",") + param;
+}
+
+std::vector<Setting> expand_settings(const CompressionEvalConfig& config, const PressGeometry& geometry) {
+  std::vector<Setting> settings;
+  std::vector<bool> nc_values;
+  if (config.nc != NcMode::Off) nc_values.push_back(true);
+  if (config.nc != NcMode::On) nc_values.push_back(false);
+  for (const std::string& press : config.presses) {
+    MKV_CHECK(press.find("budget=") == std::string::npos && press.find("ratio=") == std::string::npos,
+              "press '{}': give budgets with --budgets, not in the spec", press);
+    const bool fixed_nc = press.find("nc=") != std::string::npos;
+    for (bool nc : nc_values) {
+      if (fixed_nc && nc != nc_values.front()) continue;  // the spec decides; run it once
+      const std::string spec = fixed_nc ? press : with_param(press, nc ? "nc=1" : "nc=0");
+      for (int32_t budget : config.budgets) {
+        int32_t token_budget = budget;
+        if (config.equal_bytes) {
+          const double stats = make_press(spec, Budget{budget, 0.0})->moment_token_equivalents(geometry);
+          token_budget = budget - static_cast<int32_t>(std::ceil(stats));
+          if (token_budget < 1) continue;  // the statistics alone exceed the budget
+        }
+        settings.push_back({spec, nc, budget, token_budget});
+      }
+    }
+  }
+  return settings;
+}
+
+}  // namespace
+
+std::vector<std::vector<int32_t>> text_windows(const std::vector<int32_t>& tokens, int32_t bos, int length, int count) {
+  std::vector<std::vector<int32_t>> windows;
+  const std::size_t body = length - 1;
+  for (int w = 0; w < count && (w + 1) * body <= tokens.size(); ++w) {
+    std::vector<int32_t> window{bos};
+    window.insert(window.end(), tokens.begin() + w * body, tokens.begin() + (w + 1) * body);
+    windows.push_back(std::move(window));
+  }
+  return windows;
+}
+
+std::vector<CompressionEvalRow> run_compression_eval(Transformer& model,
+                                                     const std::vector<std::vector<int32_t>>& windows,
+                                                     const CompressionEvalConfig& config,
+                                                     const std::function<void(int64_t, int64_t)>& on_progress) {
+  const ModelConfig& mc = model.config();
+  const int P = config.prompt_tokens, C = config.continuation_tokens, n_vocab = mc.n_vocab;
+  MKV_CHECK(P > 0 && C > 0, "prompt and continuation lengths must be positive ({} and {})", P, C);
+  MKV_CHECK(!windows.empty(), "no text windows to evaluate (is the text long enough for {} tokens?)", P + C + 1);
+  const PressGeometry geometry{mc.n_layers, mc.n_heads, mc.n_kv_heads, mc.head_dim_k, mc.head_dim_v,
+                               mc.attention_scale()};
+  const std::vector<Setting> settings = expand_settings(config, geometry);
+
+  std::vector<CompressionEvalRow> rows(settings.size());
+  for (std::size_t i = 0; i < settings.size(); ++i) {
+    auto press = make_press(settings[i].spec, Budget{settings[i].token_budget, 0.0});
+    rows[i].press = press->spec();
+    rows[i].name = settings[i].spec.substr(0, settings[i].spec.find(':'));
+    rows[i].nc = settings[i].nc;
+    rows[i].budget = settings[i].budget;
+    rows[i].token_budget = settings[i].token_budget;
+    rows[i].moment_tokens = press->moment_token_equivalents(geometry);
+  }
+
+  const int64_t total = static_cast<int64_t>(windows.size()) * (1 + settings.size());
+  int64_t done = 0;
+  std::vector<float> full((P + C) * static_cast<std::size_t>(n_vocab));  // (P + C, n_vocab)
+  std::vector<float> compressed(C * static_cast<std::size_t>(n_vocab));  // (C, n_vocab)
+  for (const auto& window : windows) {
+    MKV_CHECK(static_cast<int>(window.size()) == P + C + 1, "window of {} tokens, expected {}", window.size(),
+              P + C + 1);
+    const std::span<const int32_t> tokens(window);
+    Session reference(model, SessionOptions{});
+    reference.evaluate(tokens.first(P + C), full.data());
+    if (on_progress) on_progress(++done, total);
+
+    for (std::size_t i = 0; i < settings.size(); ++i) {
+      auto press = make_press(settings[i].spec, Budget{settings[i].token_budget, 0.0});
+      SessionOptions options;
+      options.press = press.get();
+      Session session(model, options);
+      session.prefill(tokens.first(P));
+      rows[i].bytes_held += static_cast<double>(session.cache().bytes_held()) / windows.size();
+      session.evaluate(tokens.subspan(P, C), compressed.data());
+      for (int j = 0; j < C; ++j)
+        rows[i].stats.add(full.data() + static_cast<std::size_t>(P + j) * n_vocab,
+                          compressed.data() + static_cast<std::size_t>(j) * n_vocab, n_vocab, tokens[P + j + 1]);
+      if (on_progress) on_progress(++done, total);
+    }
+  }
+  return rows;
+}
+
+}  // namespace mkv
