@@ -10,6 +10,7 @@
 #include "commands.h"
 #include "core/error.h"
 #include "engine/session.h"
+#include "kv/press_registry.h"
 #include "model/sampler.h"
 
 namespace mkv::cli {
@@ -49,10 +50,21 @@ int run_generate(const GenerateOptions& o) {
 
   std::vector<int32_t> tokens = tok.encode(prompt, /*add_special=*/true, /*parse_special=*/true);
   MKV_CHECK(!tokens.empty(), "the prompt is empty and the model adds no BOS token; give -p TEXT");
+  MKV_CHECK(o.kv_budget >= 0, "--kv-budget must be >= 0, got {}", o.kv_budget);
+  MKV_CHECK(o.compression_ratio >= 0 && o.compression_ratio < 1, "--compression-ratio must be in [0, 1), got {}",
+            o.compression_ratio);
+  MKV_CHECK(!(o.kv_budget > 0 && o.compression_ratio > 0), "give --kv-budget or --compression-ratio, not both");
+  std::unique_ptr<Press> press;
+  if (o.press != "full") {
+    press = make_press(o.press, Budget{o.kv_budget, o.compression_ratio});
+    fmt::print(stderr, "press: {}\n", press->spec());
+  }
   SessionOptions so;
   so.ubatch = o.model.ubatch;
   so.n_ctx = o.model.ctx;
   so.kv_storage = m.kv_storage;
+  so.press = press.get();
+  so.compress_each_chunk = o.compress_each_chunk;
   Session session(*m.transformer, so);
 
   std::fwrite(prompt.data(), 1, prompt.size(), stdout);
@@ -60,6 +72,14 @@ int run_generate(const GenerateOptions& o) {
   const auto prefill_start = Clock::now();
   std::span<const float> logits = session.prefill(tokens);
   const double prefill_s = seconds_since(prefill_start);
+  const KvCache& cache = session.cache();
+  // What the prompt would hold uncompressed, and what the press left of it.
+  const int64_t full_bytes =
+      int64_t{session.n_past()} * cache.shape().n_layers * cache.shape().n_kv_heads * int64_t(cache.row_bytes());
+  const std::string cache_after_prefill =
+      fmt::format("kv cache after prefill: {} bytes held ({} rows over all layers and KV heads, {} bytes of moment "
+                  "statistics); uncompressed: {} bytes\n",
+                  cache.bytes_held(), cache.total_tokens(), cache.moment_bytes(), full_bytes);
 
   Utf8Streamer streamer;
   int n_generated = 0;
@@ -83,8 +103,8 @@ int run_generate(const GenerateOptions& o) {
              tokens.size() / prefill_s);
   fmt::print(stderr, "decode: {} tokens in {:.3f} s ({:.1f} tok/s)\n", n_generated, decode_s,
              n_generated / std::max(decode_s, 1e-9));
-  fmt::print(stderr, "kv cache: {} tokens, {} bytes held\n", session.cache().total_tokens(),
-             session.cache().bytes_held());
+  fmt::print(stderr, "{}kv cache at the end: {} bytes held ({} rows)\n", cache_after_prefill, cache.bytes_held(),
+             cache.total_tokens());
   return 0;
 }
 

@@ -45,6 +45,10 @@ struct GenerateOptions {
   float min_p = 0.05f;         // --min-p
   int64_t seed = -1;           // -s; -1 = random
   bool ignore_eos = false;     // --ignore-eos
+  std::string press = "full";  // --press SPEC
+  int kv_budget = 0;           // --kv-budget L (tokens per KV head, window included)
+  double compression_ratio = 0;  // --compression-ratio r (fraction removed, kvpress)
+  bool compress_each_chunk = false;  // --compress-chunks: compress after every -ub chunk
 };
 int run_generate(const GenerateOptions& options);
 
@@ -103,5 +107,89 @@ struct ImportLlama2cOptions {
   std::string name = "llama";   // --name: general.name
 };
 int run_import_llama2c(const ImportLlama2cOptions& options);
+
+}  // namespace mkv::cli
+
+namespace mkv::cli {
+
+struct FidelityOptions {
+  ModelOptions model;
+  std::string text_file;              // -f; default: shared tinystories_val.txt
+  std::vector<std::string> presses;   // --press (repeatable; default: every press)
+  std::string budgets = "16,32,64,128";
+  int prompt_tokens = 448;            // --prompt-tokens (BOS included)
+  int continuation_tokens = 64;       // --continuation-tokens
+  int windows = 3;                    // --windows
+  bool no_output_metrics = false;     // --no-output-metrics: skip KL / top-1 / ΔNLL
+  std::string output_dir;             // -o DIR
+};
+int run_fidelity(const FidelityOptions& options);
+
+}  // namespace mkv::cli
+
+namespace mkv::cli {
+
+struct BenchOptions {
+  std::vector<std::string> models;   // -m, repeatable; none = the default model
+  std::string n_prompt = "512";      // -p: comma-separated prompt lengths (0 = none)
+  std::string n_gen = "128";         // -n: comma-separated generation lengths (0 = none)
+  std::string depths = "0";          // -d: comma-separated depths prefilled before each test
+  int repetitions = 5;               // -r
+  std::string threads = "2";         // -t: comma-separated thread counts
+  std::string output = "md";         // -o md|json|csv
+  std::vector<std::string> presses;  // --press SPEC, repeatable: tg at depth > 0 also with this press
+  int kv_budget = 0;                 // --kv-budget L for the presses
+  int ubatch = 512;                  // -ub
+  std::string cache_type = "f32";    // -ctk/-ctv
+  std::string precision = "exact";   // --precision exact|fast (--fast)
+  bool mlock = false;                // --mlock
+  bool fresh_depth = false;          // --fresh-depth: re-prefill the depth before every repetition
+  bool no_probe = false;             // --no-probe: skip the bandwidth probe
+  bool progress = false;             // --progress: one stderr line per test
+};
+int run_bench(const BenchOptions& options);
+
+}  // namespace mkv::cli
+
+namespace mkv::cli {
+
+// Flags shared by `eval ruler` and `eval longbench`.
+struct EvalCommonOptions {
+  ModelOptions model;
+  std::vector<std::string> data;      // --data FILE/DIR (repeatable for RULER)
+  std::vector<std::string> presses;   // --press SPEC (repeatable; default: full)
+  std::string budgets = "128,256,512,1024";  // --budgets
+  std::string protocol = "snapkv";    // --protocol snapkv|kvpress
+  std::string chat_template = "auto"; // --chat-template auto|none|llama3|chatml|qwen3
+  std::string output_dir;             // -o DIR
+  std::string shard = "0/1";          // --shard i/n
+  int64_t max_samples = -1;           // --max-samples: stop after k new predictions
+  bool compress_each_chunk = false;   // --compress-chunks
+};
+
+struct EvalRulerOptions {
+  EvalCommonOptions common;
+  std::string tasks = "niah_single_1";  // --tasks a,b
+  int64_t length = 4096;                // --length
+  int64_t samples = 25;                 // --samples
+  uint64_t seed = 42;                   // --seed
+  std::string essay;                    // --essay (default: shared frankenstein.txt)
+};
+int run_eval_ruler(const EvalRulerOptions& options);
+
+struct EvalLongBenchOptions {
+  EvalCommonOptions common;
+  std::string dataset2prompt;  // --dataset2prompt FILE
+  std::string dataset2maxlen;  // --dataset2maxlen FILE
+  std::string datasets;        // --datasets a,b
+  int64_t max_length = 0;      // --max-length (0 = context − generation length)
+};
+int run_eval_longbench(const EvalLongBenchOptions& options);
+
+struct ReportOptions {
+  std::vector<std::string> folders;  // result folders (searched recursively)
+  std::string output_dir;            // -o: report.md + SVG plots
+};
+int run_report(const ReportOptions& options);
 
 }  // namespace mkv::cli

@@ -10,6 +10,7 @@
 
 #include "commands.h"
 #include "core/error.h"
+#include "kv/press_registry.h"
 
 namespace {
 
@@ -57,6 +58,11 @@ int main(int argc, char** argv) {
   generate->add_option("--min-p", gen.min_p, "min-p sampling (0 = off)")->capture_default_str();
   generate->add_option("-s,--seed", gen.seed, "RNG seed (-1 = random)")->capture_default_str();
   generate->add_flag("--ignore-eos", gen.ignore_eos, "keep generating past end-of-generation tokens");
+  generate->add_option("--press", gen.press, "KV compression press spec, e.g. snapkv:window=32 (see `momentkv presses`)")
+      ->capture_default_str();
+  generate->add_option("--kv-budget", gen.kv_budget, "tokens kept per KV head, window included");
+  generate->add_option("--compression-ratio", gen.compression_ratio, "fraction of the prompt's tokens removed (kvpress)");
+  generate->add_flag("--compress-chunks", gen.compress_each_chunk, "compress after every prefill chunk (bounded memory)");
 
   LogitsOptions lg;
   auto* logits = app.add_subcommand("logits", "write the logits of every position of a token list (float32)");
@@ -78,6 +84,8 @@ int main(int argc, char** argv) {
   kl_cmd->add_option("--windows", kl.windows, "consecutive text windows to average over")->capture_default_str();
   kl_cmd->add_option("-o,--output", kl.json_output, "also write the rows as JSON");
 
+  auto* presses = app.add_subcommand("presses", "list the KV compression presses, their parameters and defaults");
+
   MakeModelOptions mm;
   auto* make_model = app.add_subcommand("make-model", "write a seeded random-weight GGUF at a real model's shape");
   make_model->add_option("--shape", mm.shape, "shape: llama-3.2-1b, llama-3.1-8b, qwen3-4b, qwen2.5-7b, tiny-llama, tiny-qwen2, tiny-qwen3")
@@ -95,6 +103,73 @@ int main(int argc, char** argv) {
   import_llama2c->add_option("--type", il.type, "type of the 2-D weights: F32 | F16 | Q8_0")->capture_default_str();
   import_llama2c->add_option("--context", il.context, "llama.context_length (0 = the checkpoint's seq_len)")->capture_default_str();
   import_llama2c->add_option("--name", il.name, "general.name")->capture_default_str();
+
+  FidelityOptions fid;
+  auto* fidelity_cmd = app.add_subcommand("fidelity", "attention fidelity per layer/head: evicted mass, cos(f_R, f_E), error with/without NC, KL");
+  add_model_flags(*fidelity_cmd, fid.model);
+  fidelity_cmd->add_option("-f,--file", fid.text_file, "text file (default: ../shared/assets/text/tinystories_val.txt)");
+  fidelity_cmd->add_option("--press", fid.presses, "press spec without budget/nc, repeatable (default: every press)");
+  fidelity_cmd->add_option("--budgets", fid.budgets, "comma-separated budgets L (tokens per KV head)")->capture_default_str();
+  fidelity_cmd->add_option("--prompt-tokens", fid.prompt_tokens, "compressed prompt length, BOS included")->capture_default_str();
+  fidelity_cmd->add_option("--continuation-tokens", fid.continuation_tokens, "continuation queries analysed")->capture_default_str();
+  fidelity_cmd->add_option("--windows", fid.windows, "consecutive text windows to average over")->capture_default_str();
+  fidelity_cmd->add_flag("--no-output-metrics", fid.no_output_metrics, "skip KL / same-top-1 / ΔNLL at the model output");
+  fidelity_cmd->add_option("-o,--output", fid.output_dir, "output folder (fidelity.md, fidelity.json, *.svg)")->required();
+
+  BenchOptions bo;
+  auto* bench = app.add_subcommand("bench", "llama-bench-style throughput: pp / tg tests at depths, with and without a press");
+  bench->add_option("-m,--model", bo.models, "GGUF model file, repeatable (default: $MOMENTKV_MODEL or stories260K)");
+  bench->add_option("-p,--n-prompt", bo.n_prompt, "prompt lengths, comma-separated (0 = no pp test)")->capture_default_str();
+  bench->add_option("-n,--n-gen", bo.n_gen, "generation lengths, comma-separated (0 = no tg test)")->capture_default_str();
+  bench->add_option("-d,--n-depth", bo.depths, "depths: tokens prefilled (untimed) before each test, comma-separated")->capture_default_str();
+  bench->add_option("-r,--repetitions", bo.repetitions, "repetitions per test")->capture_default_str();
+  bench->add_option("-t,--threads", bo.threads, "thread counts, comma-separated")->capture_default_str();
+  bench->add_option("-o,--output", bo.output, "output format: md | json | csv")->capture_default_str();
+  bench->add_option("--press", bo.presses, "press spec, repeatable: tg tests at depth > 0 are repeated with it (compressing after the depth prefill)");
+  bench->add_option("--kv-budget", bo.kv_budget, "budget L (tokens per KV head) for the presses")->capture_default_str();
+  bench->add_option("--ubatch-size", bo.ubatch, "prefill chunk size in tokens (-ub)")->capture_default_str();
+  bench->add_option("--cache-type-k,--cache-type-v", bo.cache_type, "KV cache storage: f32 | f16 (-ctk/-ctv)")->capture_default_str();
+  bench->add_option("--precision", bo.precision, "matmul precision: exact | fast (8-bit activations for decode)")->capture_default_str();
+  bench->add_flag_callback("--fast", [&bo] { bo.precision = "fast"; }, "same as --precision fast");
+  bench->add_flag("--mlock", bo.mlock, "lock the model (and all memory) in RAM");
+  bench->add_flag("--fresh-depth", bo.fresh_depth, "re-prefill the depth before every repetition (default: once per test)");
+  bench->add_flag("--no-probe", bo.no_probe, "skip the read-bandwidth probe");
+  bench->add_flag("--progress", bo.progress, "print each test as it starts (stderr)");
+
+  auto add_eval_flags = [](CLI::App& cmd, EvalCommonOptions& e) {
+    add_model_flags(cmd, e.model);
+    cmd.add_option("--press", e.presses, "press spec without budget, repeatable (default: full)");
+    cmd.add_option("--budgets", e.budgets, "comma-separated budgets L (tokens per KV head)")->capture_default_str();
+    cmd.add_option("--protocol", e.protocol, "snapkv (question compressed with the context) | kvpress (question appended after compression)")->capture_default_str();
+    cmd.add_option("--chat-template", e.chat_template, "auto | none | llama3 | chatml | qwen3")->capture_default_str();
+    cmd.add_option("-o,--output", e.output_dir, "output folder")->required();
+    cmd.add_option("--shard", e.shard, "run the samples with index % n == i")->capture_default_str();
+    cmd.add_option("--max-samples", e.max_samples, "stop after this many new predictions (resume later)");
+    cmd.add_flag("--compress-chunks", e.compress_each_chunk, "compress after every prefill chunk (bounded memory)");
+  };
+  auto* eval_cmd = app.add_subcommand("eval", "benchmarks with presses: eval ruler | eval longbench");
+  eval_cmd->require_subcommand(1);
+  EvalRulerOptions er;
+  auto* eval_ruler = eval_cmd->add_subcommand("ruler", "RULER: generated (seeded) or existing jsonl samples, greedy, RULER layout");
+  add_eval_flags(*eval_ruler, er.common);
+  eval_ruler->add_option("--data", er.common.data, "existing RULER jsonl file(s) instead of generating");
+  eval_ruler->add_option("--tasks", er.tasks, "comma-separated RULER tasks to generate")->capture_default_str();
+  eval_ruler->add_option("--length", er.length, "target length: prompt + generation tokens")->capture_default_str();
+  eval_ruler->add_option("--samples", er.samples, "samples per task")->capture_default_str();
+  eval_ruler->add_option("--seed", er.seed, "generator seed")->capture_default_str();
+  eval_ruler->add_option("--essay", er.essay, "essay haystack: .txt file or folder (default: ../shared/assets/text/frankenstein.txt)");
+  EvalLongBenchOptions elb;
+  auto* eval_longbench = eval_cmd->add_subcommand("longbench", "LongBench v1 jsonl with the user's dataset2prompt/dataset2maxlen");
+  add_eval_flags(*eval_longbench, elb.common);
+  eval_longbench->add_option("--data", elb.common.data, "folder of {dataset}.jsonl files, or one .jsonl file")->required();
+  eval_longbench->add_option("--dataset2prompt", elb.dataset2prompt, "LongBench config/dataset2prompt.json")->required();
+  eval_longbench->add_option("--dataset2maxlen", elb.dataset2maxlen, "LongBench config/dataset2maxlen.json")->required();
+  eval_longbench->add_option("--datasets", elb.datasets, "comma-separated datasets (default: every file in --data)");
+  eval_longbench->add_option("--max-length", elb.max_length, "prompt tokens after middle truncation (0 = context − generation length)");
+  ReportOptions rep;
+  auto* report_cmd = app.add_subcommand("report", "merge result folders into a markdown table and score-vs-budget SVG plots");
+  report_cmd->add_option("folders", rep.folders, "result folders (searched recursively)")->required();
+  report_cmd->add_option("-o,--output", rep.output_dir, "write report.md and SVG plots here");
 
   std::vector<std::string> names;
   for (const auto* sub : app.get_subcommands({})) names.push_back(sub->get_name());
@@ -118,7 +193,16 @@ int main(int argc, char** argv) {
     if (logits->parsed()) return run_logits(lg);
     if (make_model->parsed()) return run_make_model(mm);
     if (kl_cmd->parsed()) return run_kl(kl);
+    if (fidelity_cmd->parsed()) return run_fidelity(fid);
+    if (eval_ruler->parsed()) return run_eval_ruler(er);
+    if (eval_longbench->parsed()) return run_eval_longbench(elb);
+    if (report_cmd->parsed()) return run_report(rep);
+    if (presses->parsed()) {
+      fmt::print("{}", mkv::press_help());
+      return 0;
+    }
     if (import_llama2c->parsed()) return run_import_llama2c(il);
+    if (bench->parsed()) return run_bench(bo);
   } catch (const mkv::MkvError& e) {
     fmt::print(stderr, "error: {}\n", e.what());
     return 1;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "ops/matmul.h"
+#include "ops/matmul_int8.h"
 #include "ops/quant.h"
 
 namespace {
@@ -52,6 +53,22 @@ void BM_Matmul(benchmark::State& state, mkv::GgmlType type) {
                                                benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
 }
 
+// The same decode GEMV with 8-bit activations (MatmulPrecision::Fast) for the integer-path types.
+void BM_MatmulFast(benchmark::State& state, mkv::GgmlType type) {
+  mkv::set_matmul_precision(mkv::MatmulPrecision::Fast);
+  BM_Matmul(state, type);
+  mkv::set_matmul_precision(mkv::MatmulPrecision::Exact);
+}
+
+#define MKV_MATMUL_FAST_BENCH(type) \
+  BENCHMARK_CAPTURE(BM_MatmulFast, type, mkv::GgmlType::type)->Arg(1)->UseRealTime()->Unit(benchmark::kMillisecond)
+
+MKV_MATMUL_FAST_BENCH(Q8_0);
+MKV_MATMUL_FAST_BENCH(Q4_0);
+MKV_MATMUL_FAST_BENCH(Q4_1);
+MKV_MATMUL_FAST_BENCH(Q5_0);
+MKV_MATMUL_FAST_BENCH(Q5_1);
+
 #define MKV_MATMUL_BENCH(type) \
   BENCHMARK_CAPTURE(BM_Matmul, type, mkv::GgmlType::type)->Arg(1)->Arg(64)->UseRealTime()->Unit(benchmark::kMillisecond)
 
@@ -60,5 +77,11 @@ MKV_MATMUL_BENCH(F16);
 MKV_MATMUL_BENCH(Q4_K);
 MKV_MATMUL_BENCH(F32);
 MKV_MATMUL_BENCH(Q6_K);
+MKV_MATMUL_BENCH(BF16);
+MKV_MATMUL_BENCH(Q4_0);
+MKV_MATMUL_BENCH(Q4_1);
+MKV_MATMUL_BENCH(Q5_0);
+MKV_MATMUL_BENCH(Q5_1);
+MKV_MATMUL_BENCH(Q5_K);
 
 }  // namespace

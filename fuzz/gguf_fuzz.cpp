@@ -4,6 +4,7 @@
 //   ./build-fuzz/fuzz/gguf_fuzz -max_total_time=60 [corpus_dir]
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "core/error.h"
@@ -23,8 +24,10 @@ void ignore_type_errors(Get&& get) {
 // Reads everything a loader could read; returns a sum so the reads are not optimised away.
 uint64_t read_everything(const mkv::GgufFile& file) {
   uint64_t sum = file.version() + file.alignment() + file.data_offset() + file.file_size();
-  for (const auto& [key, value] : file.metadata()) {
-    sum += value.array_size + value.elements.size();
+  for (const auto& entry : file.metadata()) {
+    // Not a structured binding: clang 14 lambdas cannot capture those.
+    const std::string& key = entry.first;
+    sum += entry.second.array_size + entry.second.elements.size();
     ignore_type_errors([&] { sum += static_cast<uint64_t>(file.get_int_opt(key).value_or(0)); });
     ignore_type_errors([&] { sum += file.get_float_opt(key).has_value(); });
     ignore_type_errors([&] { sum += file.get_bool_opt(key).value_or(false); });

@@ -30,6 +30,11 @@ inline constexpr uint32_t kMaxDims = 4;
 inline constexpr int kMaxArrayNesting = 8;  // bounds reader recursion on hostile files
 inline constexpr uint32_t kLastValueType = static_cast<uint32_t>(GgufValueType::FLOAT64);
 
+// n rounded up to a multiple of `alignment` (a power of two, at most 2^31; n a file offset).
+inline std::size_t align_up(std::size_t n, std::size_t alignment) {
+  return (n + alignment - 1) / alignment * alignment;
+}
+
 // Smallest encoding of one value of `type`: lets the reader reject a count that cannot fit in the
 // bytes left before it allocates anything.
 std::size_t min_encoded_size(GgufValueType type);

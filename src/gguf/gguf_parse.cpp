@@ -267,7 +267,7 @@ GgufHeader parse_gguf(std::span<const uint8_t> bytes, const std::string& name) {
   read_tensor_infos(c, tensor_count, h);
 
   h.alignment = read_alignment(h, name);
-  h.data_offset = (c.offset() + h.alignment - 1) / h.alignment * h.alignment;
+  h.data_offset = align_up(c.offset(), h.alignment);
   place_tensors(h, bytes, name);
   return h;
 }

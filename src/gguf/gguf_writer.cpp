@@ -34,17 +34,11 @@ class ByteWriter {
     put<uint64_t>(s.size());
     out_.insert(out_.end(), s.begin(), s.end());
   }
-  void pad_to(std::size_t alignment) {
-    out_.resize((out_.size() + alignment - 1) / alignment * alignment, 0);
-  }
+  void pad_to(std::size_t alignment) { out_.resize(align_up(out_.size(), alignment), 0); }
 
  private:
   std::vector<uint8_t>& out_;
 };
-
-std::size_t align_up(std::size_t n, std::size_t alignment) {
-  return (n + alignment - 1) / alignment * alignment;
-}
 
 [[noreturn]] void fail_holds(const GgufValue& value, std::string_view what) {
   fail("GGUF writer: {}: a {} value does not hold matching data", what, describe_type(value));
@@ -89,8 +83,6 @@ uint64_t array_count(const GgufValue& value, std::string_view what) {
       },
       value.data);
 }
-
-void put_value(ByteWriter& w, const GgufValue& value, std::string_view what);
 
 // Element type, count, elements. `what` names the value in messages ("key 'x'").
 void put_array(ByteWriter& w, const GgufValue& value, std::string_view what) {

@@ -153,7 +153,8 @@ std::size_t KvCache::token_bytes() const {
 std::size_t KvCache::moment_bytes() const {
   if (!tracks_moments()) return 0;
   std::size_t numbers = 0;
-  for (const auto& s : heads_) numbers += static_cast<std::size_t>(s.moments.stored_numbers());
+  for (const auto& s : heads_)  // a head stores statistics once it has evicted something
+    if (s.moments.count() > 0) numbers += static_cast<std::size_t>(s.moments.stored_numbers());
   return numbers * sizeof(float);
 }
 

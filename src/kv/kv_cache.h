@@ -69,7 +69,7 @@ class KvCache {
 
   std::size_t row_bytes() const;     // bytes of one token in one head: key + value + position
   std::size_t token_bytes() const;   // bytes of all retained rows (+ positions)
-  std::size_t moment_bytes() const;  // bytes the moment summaries need (float32 deployment)
+  std::size_t moment_bytes() const;  // bytes the moment summaries of heads that evicted need (float32)
   std::size_t bytes_held() const { return token_bytes() + moment_bytes(); }
 
   void clear();  // drops all tokens and moments (a new sequence)

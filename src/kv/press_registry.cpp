@@ -40,7 +40,8 @@ const Param kSafeguard{"safeguard", Kind::Real, "0.2", 0, 1, {}, "Ada-KV: share 
 const Param kScorer{"scorer", Kind::Choice, "snapkv", 0, 0, {"snapkv", "h2o", "momentkv"}, "scores the adaptive allocation uses"};
 const Param kRounds{"rounds", Kind::Int, "4", 1, 64, {}, "eviction rounds, residuals recomputed each round"};
 const Param kAlloc{"alloc", Kind::Choice, "uniform", 0, 0, {"uniform", "adaptive", "pyramid"}, "budget allocation across heads / layers"};
-const Param kVariant{"variant", Kind::Choice, "paper", 0, 0, {"paper", "grouped"}, "paper: one unclipped summary; grouped: groups=16,clip=1 unless given"};
+const Param kVariant{"variant", Kind::Choice, "paper", 0, 0, {"paper", "grouped", "means"},
+                     "paper: one unclipped summary; grouped: groups=16,clip=1 unless given; means: groups=16,means_only=1 unless given"};
 const Param kNcOff{"nc", Kind::Bool, "0", 0, 1, {}, "normalisation-corrected attention from the evicted tokens' moments"};
 const Param kNcOn{"nc", Kind::Bool, "1", 0, 1, {}, "normalisation-corrected attention from the evicted tokens' moments"};
 const Param kGroups{"groups", Kind::Int, "1", 1, 64, {}, "moment groups per KV head (virtual slots; k-means on evicted keys)"};
@@ -176,6 +177,9 @@ ScorerPressOptions common_options(const PressDef& def, Values& v, const Budget& 
   if (v.text("variant") == "grouped") {
     v.set_default("groups", "16");
     v.set_default("clip", "1");
+  } else if (v.text("variant") == "means") {
+    v.set_default("groups", "16");
+    v.set_default("means_only", "1");
   } else if (v.text("variant") == "paper") {
     MKV_CHECK(!v.flag("clip") && v.integer("groups") == 1 && !v.flag("means_only"),
               "press '{}': variant=paper fixes groups=1, clip=0, means_only=0 (use variant=grouped)", def.name);

@@ -1,6 +1,5 @@
 #include "model/tokenizer_bpe.h"
 
-#include <algorithm>
 #include <queue>
 
 #include "core/error.h"
@@ -160,7 +159,6 @@ void BpeTokenizer::encode_pre_token(std::string_view bytes, std::vector<int32_t>
     right.id = -1;
     left.next = right.next;
     if (right.next >= 0) symbols[right.next].prev = candidate.left;
-    right.prev = right.next = -2;  // unlinked
     push_candidate(left.prev, candidate.left);
     push_candidate(candidate.left, left.next);
   }

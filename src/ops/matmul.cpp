@@ -16,6 +16,7 @@
 
 #include "core/error.h"
 #include "ops/block_decoders.h"
+#include "ops/matmul_int8.h"
 
 namespace mkv {
 namespace {
@@ -23,6 +24,7 @@ namespace {
 using simd::F8;
 
 constexpr int kTileRows = 4;
+constexpr int64_t kMinParallelMacs = 1 << 18;  // multiply-adds below which one thread is faster
 constexpr int kTileTokens = 3;
 constexpr int64_t kItemRows = 64;
 constexpr int64_t kItemTokens = 64;
@@ -158,15 +160,20 @@ void check_matrix(const WeightMatrix& w) {
 void matmul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y) {
   check_matrix(w);
   if (w.rows == 0 || n_tokens <= 0) return;
+  // Decode-sized batches in Fast precision: 8-bit activations, integer dot products.
+  if (n_tokens <= kInt8MaxTokens && matmul_precision() == MatmulPrecision::Fast && matmul_int8_supported(w.type))
+    return matmul_int8(w, x, n_tokens, y);
   // Token batches of (nearly) equal size, at most kItemTokens each.
   const int64_t n_token_items = (n_tokens + kItemTokens - 1) / kItemTokens;
   const int64_t item_tokens = (n_tokens + n_token_items - 1) / n_token_items;
   const int64_t n_row_items = (w.rows + kItemRows - 1) / kItemRows;
   const int64_t n_items = n_token_items * n_row_items;
   const Item whole{static_cast<const uint8_t*>(w.data), w.row_bytes(), x, y, w.rows, w.cols, 0, 0, 0, 0};
+  // Waking the thread team costs microseconds: small products run on the calling thread.
+  const bool parallel = n_items > 1 && w.rows * w.cols * n_tokens >= kMinParallelMacs;
 
   decoders::visit_decoder(w.type, [&]<typename Decoder>() {
-#pragma omp parallel for schedule(dynamic, 1) if (n_items > 1)
+#pragma omp parallel for schedule(dynamic, 1) if (parallel)
     for (int64_t i = 0; i < n_items; ++i) {
       Item item = whole;
       item.token_begin = (i / n_row_items) * item_tokens;

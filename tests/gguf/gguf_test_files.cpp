@@ -79,7 +79,9 @@ std::string parse_error(std::vector<uint8_t> bytes, std::string name) {
 
 uint64_t touch_everything(const GgufFile& file) {
   uint64_t checksum = file.version() + file.alignment() + file.data_offset();
-  for (const auto& [key, value] : file.metadata()) {
+  for (const auto& entry : file.metadata()) {
+    // Not a structured binding: clang 14 lambdas cannot capture those.
+    const std::string& key = entry.first;
     const auto swallow = [&](auto&& get) {
       try {
         get();
@@ -93,7 +95,7 @@ uint64_t touch_everything(const GgufFile& file) {
     swallow([&] { checksum += file.get_string_array(key).size(); });
     swallow([&] { checksum += file.get_int_array(key).size(); });
     swallow([&] { checksum += file.get_float_array(key).size(); });
-    checksum += value.elements.size();
+    checksum += entry.second.elements.size();
   }
   for (const GgufTensorInfo& t : file.tensors()) {
     checksum += static_cast<uint64_t>(t.n_elements() + t.rows());

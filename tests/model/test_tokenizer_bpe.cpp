@@ -6,6 +6,7 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <random>
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
@@ -175,6 +176,21 @@ TEST(BpeTokenizer, InvalidUtf8BecomesReplacementCharacters) {
     SCOPED_TRACE(repaired);
     EXPECT_EQ(tokenizer.encode(bad, false, false), tokenizer.encode(repaired, false, false));
     EXPECT_EQ(tokenizer.decode(tokenizer.encode(bad, false, false)), repaired);
+  }
+}
+
+// Any byte string: encoding never fails and decodes to its repaired form.
+TEST(BpeTokenizer, RandomBytesRoundTripToTheirRepairedForm) {
+  for (const char* pre : {"llama-bpe", "qwen2", "gpt-2", "default"}) {
+    BpeTokenizer tokenizer(tiny_vocab(pre));
+    std::mt19937 random(7);
+    for (int trial = 0; trial < 500; ++trial) {
+      std::string bytes(random() % 40, '\0');
+      for (char& c : bytes) c = char(random() % 4 == 0 ? random() % 256 : 32 + random() % 96);
+      std::string repaired;
+      const std::string expected(repair_utf8(bytes, repaired));
+      EXPECT_EQ(tokenizer.decode(tokenizer.encode(bytes, false, true)), expected) << pre;
+    }
   }
 }
 

@@ -47,16 +47,15 @@ MomentConfig ScorerPress::moment_config() const {
 }
 
 int32_t ScorerPress::layer_budget(const KvCache& cache, int layer) const {
-  int32_t seen = 0, longest = 0;  // tokens of the sequence so far; longest head of the layer
+  int32_t seen = 0;  // tokens of the sequence so far (stable across eviction rounds)
   for (int h = 0; h < cache.shape().n_kv_heads; ++h) {
     const KvHeadView view = cache.head(layer, h);
-    longest = std::max(longest, view.length);
     if (view.length > 0) seen = std::max(seen, view.positions[view.length - 1] + 1);
   }
   const int32_t budget = std::max<int32_t>(options_.budget.resolve(seen), 1);
   if (options_.allocation != Allocation::Pyramid) return budget;
   const int window = clamp_protection(options_.protection, budget).window;
-  return pyramid_budgets(budget, window, longest, cache.shape().n_layers, options_.beta)[layer];
+  return pyramid_budgets(budget, window, seen, cache.shape().n_layers, options_.beta)[layer];
 }
 
 bool ScorerPress::layer_over(const KvCache& cache, int layer, int32_t slack) const {

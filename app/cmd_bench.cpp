@@ -1,0 +1,214 @@
+// momentkv bench: llama-bench-style throughput table (pp / tg tests, optionally at a depth and
+// with a press), plus achieved GB/s and GFLOP/s against a measured read-bandwidth roofline.
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <sstream>
+
+#include "commands.h"
+#include "core/error.h"
+#include "core/threading.h"
+#include "engine/bench.h"
+#include "kv/press_registry.h"
+#include "ops/bandwidth_probe.h"
+#include "ops/matmul_int8.h"
+
+namespace mkv::cli {
+namespace {
+
+std::vector<int> parse_int_list(const std::string& flag, const std::string& text, int min_value) {
+  std::vector<int> out;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    std::size_t used = 0;
+    int v = 0;
+    try {
+      v = std::stoi(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    MKV_CHECK(used == item.size() && !item.empty(), "{} expects comma-separated integers, got '{}'", flag, text);
+    MKV_CHECK(v >= min_value, "{} values must be >= {}, got {}", flag, min_value, v);
+    out.push_back(v);
+  }
+  MKV_CHECK(!out.empty(), "{} expects comma-separated integers, got '{}'", flag, text);
+  return out;
+}
+
+std::string backend_name() {
+  std::string b = MOMENTKV_NATIVE ? "CPU AVX2" : "CPU scalar";
+  if (matmul_precision() == MatmulPrecision::Fast) b += " int8";
+  return b;
+}
+
+std::string size_text(double bytes) {
+  if (bytes >= 1 << 30) return fmt::format("{:.2f} GiB", bytes / (1 << 30));
+  return fmt::format("{:.2f} MiB", bytes / (1 << 20));
+}
+
+std::string params_text(double p) {
+  if (p >= 1e9) return fmt::format("{:.2f} B", p / 1e9);
+  if (p >= 1e6) return fmt::format("{:.2f} M", p / 1e6);
+  return fmt::format("{:.2f} K", p / 1e3);
+}
+
+struct Row {
+  std::string model;
+  ModelFootprint footprint;
+  int threads;
+  std::string press;
+  BenchResult result;
+};
+
+}  // namespace
+
+int run_bench(const BenchOptions& o) {
+  MKV_CHECK(o.output == "md" || o.output == "json" || o.output == "csv", "-o must be md, json or csv, got '{}'",
+            o.output);
+  MKV_CHECK(o.repetitions > 0, "-r must be positive, got {}", o.repetitions);
+  MKV_CHECK(o.ubatch > 0, "-ub must be positive, got {}", o.ubatch);
+  MKV_CHECK(o.cache_type == "f32" || o.cache_type == "f16", "unsupported cache type '{}' (supported: f32, f16)",
+            o.cache_type);
+  MKV_CHECK(o.precision == "exact" || o.precision == "fast", "--precision must be exact or fast, got '{}'",
+            o.precision);
+  MKV_CHECK(o.kv_budget >= 0, "--kv-budget must be >= 0, got {}", o.kv_budget);
+  MKV_CHECK(o.kv_budget == 0 || !o.presses.empty(), "--kv-budget needs --press");
+  const std::vector<int> prompts = parse_int_list("-p", o.n_prompt, 0);
+  const std::vector<int> gens = parse_int_list("-n", o.n_gen, 0);
+  const std::vector<int> depths = parse_int_list("-d", o.depths, 0);
+  const std::vector<int> threads = parse_int_list("-t", o.threads, 1);
+  std::vector<std::string> models = o.models;
+  if (models.empty()) models.push_back("");
+  for (const auto& m : models)
+    MKV_CHECK(m.empty() || std::filesystem::exists(m), "cannot open model '{}': no such file", m);
+  for (const auto& p : o.presses) make_press(p, Budget{o.kv_budget, 0.0});  // validates the specs up front
+  set_matmul_precision(o.precision == "fast" ? MatmulPrecision::Fast : MatmulPrecision::Exact);
+  // Rows without a press, then one set per press (the comparison at depth).
+  std::vector<std::string> presses = {""};
+  for (const auto& p : o.presses) presses.push_back(p);
+
+  std::vector<Row> rows;
+  BandwidthProbeResult probe;
+  for (const auto& path : models) {
+    ModelOptions mo;
+    mo.model_path = path;
+    mo.ubatch = o.ubatch;
+    mo.cache_type = o.cache_type;
+    mo.threads = threads.front();
+    LoadedModel m = load_model(mo);
+    if (o.mlock && mlockall(MCL_CURRENT) != 0)
+      fmt::print(stderr, "warning: mlockall failed (raise ulimit -l); continuing without locked memory\n");
+    const ModelFootprint fp = model_footprint(*m.file);
+    const std::string name = std::filesystem::path(m.file->path()).filename().string();
+    for (int t : threads) {
+      set_num_threads(t);
+      for (const auto& press : presses)
+        for (int d : depths) {
+          std::vector<BenchTest> tests;
+          for (int p : prompts)
+            if (p > 0 && press.empty()) tests.push_back({p, 0, d});
+          for (int n : gens)
+            if (n > 0 && (press.empty() || d > 0)) tests.push_back({0, n, d});
+          for (const BenchTest& test : tests) {
+            BenchConfig bc;
+            bc.repetitions = o.repetitions;
+            bc.ubatch = o.ubatch;
+            bc.kv_storage = m.kv_storage;
+            bc.press = press;
+            bc.kv_budget = o.kv_budget;
+            bc.fresh_depth = o.fresh_depth;
+            if (o.progress) fmt::print(stderr, "bench: {} t={} {}{}\n", name, t, test.name(), press.empty() ? "" : " " + press);
+            rows.push_back({name, fp, t, press, run_bench(*m.transformer, fp, test, bc)});
+          }
+        }
+    }
+  }
+  // Peak RSS before the probe (its 512 MiB buffer would dominate); the probe runs with the first
+  // thread count, after the tests so that it does not warm anything for them.
+  const std::size_t rss = peak_rss_bytes();
+  if (!o.no_probe) {
+    set_num_threads(threads.front());
+    probe = measure_read_bandwidth();
+  }
+
+  auto test_label = [](const Row& r) {
+    std::string s = r.result.test.name();
+    if (!r.press.empty()) s += " [" + r.press + "]";
+    return s;
+  };
+  if (o.output == "json") {
+    nlohmann::json out;
+    out["backend"] = backend_name();
+    out["precision"] = o.precision;
+    out["bandwidth_probe"] = {{"best_gbs", probe.best_gbs}, {"median_gbs", probe.median_gbs}, {"bytes", probe.bytes},
+                              {"threads", probe.threads}};
+    out["peak_rss_bytes"] = rss;
+    out["kv_budget"] = o.kv_budget;
+    for (const Row& r : rows) {
+      const BenchResult& b = r.result;
+      out["results"].push_back({{"model", r.model},
+                                {"size_bytes", r.footprint.file_bytes},
+                                {"params", r.footprint.params},
+                                {"threads", r.threads},
+                                {"test", b.test.name()},
+                                {"press", r.press},
+                                {"n_prompt", b.test.n_prompt},
+                                {"n_gen", b.test.n_gen},
+                                {"depth", b.test.depth},
+                                {"samples_ts", b.tokens_per_s},
+                                {"avg_ts", b.mean_tps},
+                                {"stddev_ts", b.std_tps},
+                                {"bytes_per_token", b.bytes_per_token},
+                                {"flops_per_token", b.flops_per_token},
+                                {"gbs", b.gbs()},
+                                {"gflops", b.gflops()},
+                                {"bandwidth_fraction", probe.best_gbs > 0 ? b.gbs() / probe.best_gbs : 0.0},
+                                {"kv_row_bytes", b.kv_row_bytes},
+                                {"kv_bytes_held", b.kv_bytes_held},
+                                {"kv_rows_held", b.kv_rows_held}});
+    }
+    if (rows.empty()) out["results"] = nlohmann::json::array();
+    fmt::print("{}\n", out.dump(2));
+    return 0;
+  }
+  if (o.output == "csv") {
+    fmt::print("model,size_bytes,params,backend,threads,test,press,depth,avg_ts,stddev_ts,gbs,gflops,bandwidth_fraction,"
+               "kv_row_bytes,kv_bytes_held,peak_rss_bytes,probe_gbs\n");
+    for (const Row& r : rows) {
+      const BenchResult& b = r.result;
+      fmt::print("{},{},{},{},{},{},{},{},{:.3f},{:.3f},{:.2f},{:.2f},{:.3f},{},{},{},{:.2f}\n", r.model,
+                 r.footprint.file_bytes, r.footprint.params, backend_name(), r.threads, b.test.name(), r.press,
+                 b.test.depth, b.mean_tps, b.std_tps, b.gbs(), b.gflops(),
+                 probe.best_gbs > 0 ? b.gbs() / probe.best_gbs : 0.0, b.kv_row_bytes, b.kv_bytes_held, rss,
+                 probe.best_gbs);
+    }
+    return 0;
+  }
+  fmt::print("| model | size | params | backend | threads | test | t/s | GB/s | GFLOP/s | KV held |\n");
+  fmt::print("| --- | ---: | ---: | --- | ---: | --- | ---: | ---: | ---: | ---: |\n");
+  for (const Row& r : rows) {
+    const BenchResult& b = r.result;
+    const std::string frac = probe.best_gbs > 0 ? fmt::format(" ({:.0f}%)", 100.0 * b.gbs() / probe.best_gbs) : "";
+    fmt::print("| {} | {} | {} | {} | {} | {} | {:.2f} ± {:.2f} | {:.2f}{} | {:.1f} | {} |\n", r.model,
+               size_text(static_cast<double>(r.footprint.file_bytes)), params_text(static_cast<double>(r.footprint.params)),
+               backend_name(), r.threads, test_label(r), b.mean_tps, b.std_tps, b.gbs(), frac, b.gflops(),
+               size_text(static_cast<double>(b.kv_bytes_held)));
+  }
+  fmt::print("\n");
+  if (probe.best_gbs > 0)
+    fmt::print("read bandwidth (STREAM-like probe, {} threads, {}): best {:.2f} GB/s, median {:.2f} GB/s; "
+               "GB/s column = (weight + KV bytes read per token) x t/s, (%) = share of the best probe pass\n",
+               probe.threads, size_text(static_cast<double>(probe.bytes)), probe.best_gbs, probe.median_gbs);
+  if (!rows.empty())
+    fmt::print("KV cache: {} bytes per row (one token of one KV head: key + value + position), {}; peak RSS {}\n",
+               rows.front().result.kv_row_bytes, o.cache_type, size_text(static_cast<double>(rss)));
+  fmt::print("precision: {}{}\n", o.precision,
+             o.precision == "fast" ? " (activations quantised to 8 bits for the decode matrix-vector products)" : "");
+  return 0;
+}
+
+}  // namespace mkv::cli

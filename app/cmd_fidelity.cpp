@@ -1,0 +1,102 @@
+// momentkv fidelity: the paper's attention analysis on a real model (EVALUATION.md §1): per layer
+// and head, evicted mass, cos(f_R, f_E), relative attention-output error without / with NC, and
+// KL / same-top-1 / ΔNLL at the model output. Writes DIR/fidelity.md, DIR/fidelity.json and SVG plots.
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "commands.h"
+#include "core/error.h"
+#include "core/progress.h"
+#include "eval/fidelity.h"
+
+namespace mkv::cli {
+namespace {
+
+std::vector<int32_t> fidelity_budgets(const std::string& text) {
+  std::vector<int32_t> budgets;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    std::size_t used = 0;
+    int value = 0;
+    try {
+      value = std::stoi(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    MKV_CHECK(used == item.size() && value > 0, "--budgets: '{}' is not a positive token count", item);
+    budgets.push_back(value);
+  }
+  MKV_CHECK(!budgets.empty(), "--budgets: give at least one budget, e.g. 16,32,64");
+  return budgets;
+}
+
+void write_file(const std::filesystem::path& path, const std::string& text) {
+  std::ofstream file(path, std::ios::binary);
+  MKV_CHECK(file.good(), "cannot write '{}'", path.string());
+  file << text;
+  MKV_CHECK(file.good(), "error writing '{}'", path.string());
+}
+
+}  // namespace
+
+int run_fidelity(const FidelityOptions& o) {
+  MKV_CHECK(o.windows > 0, "--windows must be positive, got {}", o.windows);
+  MKV_CHECK(o.prompt_tokens > 1 && o.continuation_tokens > 0,
+            "--prompt-tokens must be > 1 and --continuation-tokens > 0 (got {} and {})", o.prompt_tokens,
+            o.continuation_tokens);
+  MKV_CHECK(!o.output_dir.empty(), "-o DIR is required (fidelity.md, fidelity.json and plots are written there)");
+  FidelityConfig config;
+  config.presses = o.presses.empty()
+                       ? std::vector<std::string>{"streaming_llm", "h2o", "snapkv", "pyramidkv", "adakv", "momentkv"}
+                       : o.presses;
+  config.budgets = fidelity_budgets(o.budgets);
+  config.prompt_tokens = o.prompt_tokens;
+  config.continuation_tokens = o.continuation_tokens;
+  config.model_output = !o.no_output_metrics;
+
+  const std::string path = o.text_file.empty() ? find_shared_asset("text/tinystories_val.txt") : o.text_file;
+  MKV_CHECK(!path.empty(), "no text given and ../shared/assets/text/tinystories_val.txt was not found; pass -f FILE");
+  std::ifstream in(path, std::ios::binary);
+  MKV_CHECK(in.good(), "cannot read text file '{}'", path);
+  std::ostringstream text;
+  text << in.rdbuf();
+
+  LoadedModel m = load_model(o.model);
+  const int length = o.prompt_tokens + o.continuation_tokens + 1;
+  MKV_CHECK(length - 1 <= m.transformer->config().context_length,
+            "prompt + continuation = {} positions exceeds the model's context {}", length - 1,
+            m.transformer->config().context_length);
+  const std::vector<int32_t> tokens = m.tokenizer->encode(text.str(), /*add_special=*/false, /*parse_special=*/false);
+  const auto windows = text_windows(tokens, m.tokenizer->vocab().bos, length, o.windows);
+  MKV_CHECK(static_cast<int>(windows.size()) == o.windows, "the text has {} tokens: too short for {} windows of {}",
+            tokens.size(), o.windows, length);
+
+  std::filesystem::create_directories(o.output_dir);
+  std::unique_ptr<ProgressBar> bar;
+  const auto rows = mkv::run_fidelity(*m.transformer, windows, config, [&](int64_t, int64_t total) {
+    if (!bar) bar = std::make_unique<ProgressBar>("fidelity", total, 0);
+    bar->advance();
+  });
+  if (bar) bar->finish();
+
+  const std::filesystem::path dir(o.output_dir);
+  const std::string model_name = std::filesystem::path(m.file->path()).filename().string();
+  const std::string md = fidelity_markdown(rows, config, model_name, o.windows);
+  write_file(dir / "fidelity.md", md);
+  auto json = fidelity_json(rows, config);
+  json["model"] = m.file->path();
+  json["text"] = path;
+  json["windows"] = o.windows;
+  write_file(dir / "fidelity.json", json.dump(1) + "\n");
+  for (const auto& [name, svg] : fidelity_plots(rows)) write_file(dir / name, svg);
+  fmt::print("{}", md);
+  fmt::print("\nwrote {}/fidelity.md, fidelity.json and plots\n", o.output_dir);
+  return 0;
+}
+
+}  // namespace mkv::cli

@@ -1,0 +1,81 @@
+// momentkv report DIR...: merges result folders (RULER/LongBench runs, shards) into one markdown
+// table and score-vs-budget SVG plots (one per model: the task mean, plus one per task).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include "commands.h"
+#include "core/error.h"
+#include "eval/report/result_records.h"
+#include "eval/report/score_report.h"
+
+namespace mkv::cli {
+namespace fs = std::filesystem;
+namespace {
+
+bool is_result_folder(const fs::path& p) { return fs::exists(p / "scores.jsonl") || fs::exists(p / "run.json"); }
+
+// A folder that is a result folder, or every result folder below it.
+void collect(const fs::path& root, std::vector<fs::path>& out) {
+  MKV_CHECK(fs::is_directory(root), "report: '{}' is not a folder", root.string());
+  if (is_result_folder(root)) {
+    out.push_back(root);
+    return;
+  }
+  std::vector<fs::path> found;
+  for (const auto& entry : fs::recursive_directory_iterator(root))
+    if (entry.is_directory() && is_result_folder(entry.path())) found.push_back(entry.path());
+  MKV_CHECK(!found.empty(), "report: no result folders (run.json or scores.jsonl) in '{}'", root.string());
+  std::sort(found.begin(), found.end());
+  out.insert(out.end(), found.begin(), found.end());
+}
+
+std::string safe(std::string s) {
+  for (char& c : s)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.')) c = '_';
+  return s;
+}
+
+void write_file(const fs::path& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  MKV_CHECK(out.good(), "cannot write '{}'", path.string());
+  out << text;
+}
+
+}  // namespace
+
+int run_report(const ReportOptions& o) {
+  MKV_CHECK(!o.folders.empty(), "report: give at least one result folder");
+  std::vector<fs::path> folders;
+  for (const auto& f : o.folders) collect(f, folders);
+  const auto records = eval::report::merge_result_folders(folders);
+  MKV_CHECK(!records.empty(), "report: the folders hold no scores");
+  const std::string table = eval::report::markdown_table(records);
+  fmt::print("{}", table);
+  if (o.output_dir.empty()) return 0;
+  fs::create_directories(o.output_dir);
+  std::set<std::string> models, tasks;
+  for (const auto& r : records) models.insert(r.model), tasks.insert(r.task);
+  std::string md = fmt::format("# Results\n\nMerged from {} result folder(s).\n\n{}\n", folders.size(), table);
+  for (const auto& model : models) {
+    const std::string name = safe(model) + "_mean.svg";
+    write_file(fs::path(o.output_dir) / name,
+               eval::report::render_svg(eval::report::score_vs_budget_plot(records, model, "")));
+    md += fmt::format("![{} mean]({})\n\n", model, name);
+    if (tasks.size() > 1)
+      for (const auto& task : tasks) {
+        const std::string tname = safe(model) + "_" + safe(task) + ".svg";
+        write_file(fs::path(o.output_dir) / tname,
+                   eval::report::render_svg(eval::report::score_vs_budget_plot(records, model, task)));
+        md += fmt::format("![{} {}]({})\n\n", model, task, tname);
+      }
+  }
+  write_file(fs::path(o.output_dir) / "report.md", md);
+  fmt::print(stderr, "wrote {}/report.md and plots\n", o.output_dir);
+  return 0;
+}
+
+}  // namespace mkv::cli

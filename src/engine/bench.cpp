@@ -1,0 +1,161 @@
+#include "engine/bench.h"
+
+#include <fmt/format.h>
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <memory>
+#include <numeric>
+#include <random>
+
+#include "core/error.h"
+#include "engine/session.h"
+#include "kv/press_registry.h"
+
+namespace mkv {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// Bytes of cache rows (keys + values) attention reads for one query token, over all layers.
+double kv_read_bytes(const KvCache& cache) {
+  const KvCacheShape& s = cache.shape();
+  const double elem = cache.storage() == KvStorage::F16 ? 2.0 : 4.0;
+  return static_cast<double>(cache.total_tokens()) * (s.head_dim_k + s.head_dim_v) * elem;
+}
+
+// Attention FLOPs of one query token over the current cache: q·k and p·v for every query head.
+double attention_flops(const KvCache& cache, const ModelConfig& c) {
+  const int group = c.n_heads / c.n_kv_heads;
+  return 2.0 * static_cast<double>(cache.total_tokens()) * group * (c.head_dim_k + c.head_dim_v);
+}
+
+}  // namespace
+
+ModelFootprint model_footprint(const GgufFile& file) {
+  ModelFootprint f;
+  f.file_bytes = file.file_size();
+  const bool tied = file.find_tensor("output.weight") == nullptr;
+  for (const GgufTensorInfo& t : file.tensors()) {
+    f.params += t.n_elements();
+    const bool embedding = t.name == "token_embd.weight";
+    if (embedding && !tied) {
+      f.weight_bytes_per_token += static_cast<double>(t.nbytes) / std::max<int64_t>(1, t.rows());
+      continue;
+    }
+    f.weight_bytes_per_token += static_cast<double>(t.nbytes);
+    if (t.dims.size() >= 2) f.matmul_params += static_cast<double>(t.n_elements());
+  }
+  return f;
+}
+
+std::string BenchTest::name() const {
+  std::string s = n_prompt > 0 ? fmt::format("pp{}", n_prompt) : fmt::format("tg{}", n_gen);
+  if (depth > 0) s += fmt::format(" @ d{}", depth);
+  return s;
+}
+
+BenchResult run_bench(Transformer& model, const ModelFootprint& footprint, const BenchTest& test,
+                      const BenchConfig& config) {
+  MKV_CHECK((test.n_prompt > 0) != (test.n_gen > 0), "a bench test is either ppN or tgN");
+  MKV_CHECK(config.repetitions > 0, "repetitions must be positive");
+  const ModelConfig& c = model.config();
+  std::mt19937_64 rng(config.seed);
+  std::uniform_int_distribution<int32_t> token(0, c.n_vocab - 1);
+  auto random_tokens = [&](int n) {
+    std::vector<int32_t> t(n);
+    for (auto& v : t) v = token(rng);
+    return t;
+  };
+
+  std::unique_ptr<Press> press;
+  if (!config.press.empty()) {
+    Budget budget;
+    budget.tokens = config.kv_budget;
+    press = make_press(config.press, budget);
+  }
+  const int per_rep = test.n_prompt + test.n_gen;
+  const int warmup = std::max(1, per_rep / 10);
+  SessionOptions so;
+  so.ubatch = std::min(config.ubatch, model.max_batch());
+  so.kv_storage = config.kv_storage;
+  so.press = press.get();
+  // Room for the depth, the warm-up and every repetition when the depth is prefilled once.
+  so.n_ctx = test.depth + warmup + per_rep * (config.fresh_depth ? 1 : config.repetitions) + 1;
+  Session session(model, so);
+
+  BenchResult r;
+  r.test = test;
+  r.kv_row_bytes = session.cache().row_bytes();
+  auto prefill_depth = [&] {
+    session.reset();
+    if (test.depth > 0) session.prefill(random_tokens(test.depth));  // the press compresses after it
+  };
+  auto timed_pass = [&](int n_prompt, int n_gen, double* kv_bytes, double* attn_flops) {
+    double kv = 0.0, af = 0.0;
+    const auto start = Clock::now();
+    if (n_prompt > 0) {
+      // Prompt tokens read the cache as it grows: average of before and after.
+      const double kv0 = kv_read_bytes(session.cache()), af0 = attention_flops(session.cache(), c);
+      session.prefill(random_tokens(n_prompt));
+      kv = 0.5 * (kv0 + kv_read_bytes(session.cache()));
+      af = 0.5 * (af0 + attention_flops(session.cache(), c));
+    } else {
+      int32_t next = token(rng);
+      for (int i = 0; i < n_gen; ++i) {
+        session.decode(next);
+        kv += kv_read_bytes(session.cache());
+        af += attention_flops(session.cache(), c);
+        next = token(rng);  // the sampled token would be random too; sampling is not timed
+      }
+      kv /= n_gen;
+      af /= n_gen;
+    }
+    const double s = seconds_since(start);
+    if (kv_bytes) *kv_bytes = kv;
+    if (attn_flops) *attn_flops = af;
+    return s;
+  };
+
+  // Warm-up: touches the weights and the code paths (untimed).
+  session.reset();
+  if (test.n_prompt > 0)
+    session.prefill(random_tokens(std::min(warmup, so.ubatch)));
+  else
+    for (int i = 0; i < warmup; ++i) session.decode(token(rng));
+
+  double kv_sum = 0.0, af_sum = 0.0;
+  for (int rep = 0; rep < config.repetitions; ++rep) {
+    if (rep == 0 || config.fresh_depth) prefill_depth();
+    double kv = 0.0, af = 0.0;
+    const int n_tokens = test.n_prompt > 0 ? test.n_prompt : test.n_gen;
+    const double s = timed_pass(test.n_prompt, test.n_gen, &kv, &af);
+    r.tokens_per_s.push_back(n_tokens / s);
+    kv_sum += kv;
+    af_sum += af;
+  }
+  const double n = static_cast<double>(r.tokens_per_s.size());
+  r.mean_tps = std::accumulate(r.tokens_per_s.begin(), r.tokens_per_s.end(), 0.0) / n;
+  double var = 0.0;
+  for (double v : r.tokens_per_s) var += (v - r.mean_tps) * (v - r.mean_tps);
+  r.std_tps = n > 1 ? std::sqrt(var / (n - 1)) : 0.0;
+  r.bytes_per_token = footprint.weight_bytes_per_token + kv_sum / n;
+  r.flops_per_token = 2.0 * footprint.matmul_params + af_sum / n;
+  r.kv_bytes_held = session.cache().bytes_held();
+  r.kv_rows_held = session.cache().total_tokens();
+  return r;
+}
+
+std::size_t peak_rss_bytes() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<std::size_t>(u.ru_maxrss) * 1024;
+}
+
+}  // namespace mkv

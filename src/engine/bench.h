@@ -1,0 +1,64 @@
+// llama-bench-style throughput measurement of a Transformer through the real Session loop:
+// prompt processing (ppN: N tokens prefilled in ubatch chunks) and text generation (tgN: N
+// single-token decode steps), optionally after `depth` tokens already in the cache (not timed)
+// and with a press compressing the cache after that depth prefill. Token ids are random
+// (tokenization and sampling are excluded); only wall time of the forward passes is counted.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "gguf/gguf_file.h"
+#include "kv/kv_cache.h"
+#include "model/transformer.h"
+
+namespace mkv {
+
+// What one decode step reads and computes, from the model file.
+struct ModelFootprint {
+  std::size_t file_bytes = 0;           // size of the GGUF
+  int64_t params = 0;                   // all tensor elements
+  double weight_bytes_per_token = 0.0;  // matrices read per token (+ one embedding row)
+  double matmul_params = 0.0;           // multiply-adds per token in the matrix products
+};
+ModelFootprint model_footprint(const GgufFile& file);
+
+struct BenchTest {
+  int n_prompt = 0;  // > 0: a ppN test
+  int n_gen = 0;     // > 0: a tgN test (exactly one of n_prompt, n_gen is > 0)
+  int depth = 0;     // tokens in the cache before the timed part
+  std::string name() const;  // "pp512", "tg128", "tg128 @ d4096"
+};
+
+struct BenchConfig {
+  int repetitions = 5;
+  int ubatch = 512;
+  KvStorage kv_storage = KvStorage::F32;
+  std::string press;        // press spec; empty = full cache
+  int32_t kv_budget = 0;    // --kv-budget L for the press (0 = the spec's own)
+  bool fresh_depth = false; // re-prefill the depth before every repetition (llama-bench); else once
+  uint64_t seed = 1;        // token ids
+};
+
+struct BenchResult {
+  BenchTest test;
+  std::vector<double> tokens_per_s;  // one per repetition
+  double mean_tps = 0.0, std_tps = 0.0;
+  double bytes_per_token = 0.0;  // weights + KV rows read per token (average over the test)
+  double flops_per_token = 0.0;  // matrix products + attention (average over the test)
+  std::size_t kv_row_bytes = 0;  // one token of one KV head: key + value + position
+  std::size_t kv_bytes_held = 0; // cache bytes at the end of the last repetition (rows + moments)
+  int64_t kv_rows_held = 0;      // rows over all layers and heads at the end
+  double gbs() const { return bytes_per_token * mean_tps / 1e9; }
+  double gflops() const { return flops_per_token * mean_tps / 1e9; }
+};
+
+// Runs one test `config.repetitions` times (after one untimed warm-up pass at a tenth of the size).
+BenchResult run_bench(Transformer& model, const ModelFootprint& footprint, const BenchTest& test,
+                      const BenchConfig& config);
+
+// Peak resident set size of this process in bytes (getrusage).
+std::size_t peak_rss_bytes();
+
+}  // namespace mkv

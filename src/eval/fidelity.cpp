@@ -1,0 +1,411 @@
+#include "eval/fidelity.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <memory>
+
+#include "core/error.h"
+#include "engine/session.h"
+#include "eval/report/svg_plot.h"
+#include "kv/moment_groups.h"
+#include "kv/nc.h"
+#include "kv/press_registry.h"
+
+namespace mkv {
+namespace {
+
+std::string with_param(const std::string& spec, const std::string& param) {
+  return spec + (spec.find(':') == std::string::npos ? ":" : ",") + param;
+}
+
+// Captures the post-RoPE queries of positions ≥ first (per layer, (C, n_heads, d_k)).
+class QueryCapture : public ForwardObserver {
+ public:
+  QueryCapture(int n_layers, int row, int first, int count) : row_(row), first_(first), count_(count) {
+    q_.assign(n_layers, std::vector<float>(static_cast<std::size_t>(count) * row, 0.0f));
+  }
+  void on_queries(int layer, int n_tokens, const float* q, const int32_t* positions, const KvCache&) override {
+    for (int t = 0; t < n_tokens; ++t) {
+      const int j = positions[t] - first_;
+      if (j < 0 || j >= count_) continue;
+      std::copy(q + static_cast<std::size_t>(t) * row_, q + static_cast<std::size_t>(t + 1) * row_,
+                q_[layer].begin() + static_cast<std::size_t>(j) * row_);
+    }
+  }
+  const float* query(int layer, int j) const { return q_[layer].data() + static_cast<std::size_t>(j) * row_; }
+
+ private:
+  int row_, first_, count_;
+  std::vector<std::vector<float>> q_;
+};
+
+double norm(const std::vector<double>& v) {
+  double s = 0;
+  for (double x : v) s += x * x;
+  return std::sqrt(s);
+}
+
+double mean_of(const std::vector<double>& v) {
+  if (v.empty()) return 0.0;
+  double s = 0;
+  for (double x : v) s += x;
+  return s / v.size();
+}
+
+}  // namespace
+
+std::vector<FidelityRow> run_fidelity(Transformer& model, const std::vector<std::vector<int32_t>>& windows,
+                                      const FidelityConfig& config,
+                                      const std::function<void(int64_t, int64_t)>& on_progress) {
+  const ModelConfig& mc = model.config();
+  const int P = config.prompt_tokens, C = config.continuation_tokens;
+  const int L = mc.n_layers, H = mc.n_heads, KVH = mc.n_kv_heads, dk = mc.head_dim_k, dv = mc.head_dim_v;
+  const int group = H / KVH;
+  const float tau = mc.attention_scale();
+  MKV_CHECK(P > 0 && C > 0, "prompt and continuation lengths must be positive ({} and {})", P, C);
+  MKV_CHECK(!windows.empty(), "no text windows to analyse");
+  MKV_CHECK(!config.presses.empty() && !config.budgets.empty(), "give at least one press and one budget");
+
+  std::vector<FidelityRow> rows;
+  for (const std::string& press : config.presses) {
+    MKV_CHECK(press.find("budget=") == std::string::npos && press.find("ratio=") == std::string::npos &&
+                  press.find("nc=") == std::string::npos,
+              "press '{}': give budgets with --budgets and leave nc= out (both settings are measured)", press);
+    for (int32_t budget : config.budgets) {
+      FidelityRow row;
+      row.name = press.substr(0, press.find(':'));
+      auto p = make_press(with_param(press, "nc=0"), Budget{budget, 0.0});
+      row.spec = p->spec();
+      row.budget = budget;
+      row.heads.resize(static_cast<std::size_t>(L) * H);
+      for (int l = 0; l < L; ++l)
+        for (int h = 0; h < H; ++h) row.heads[l * H + h].layer = l, row.heads[l * H + h].head = h;
+      rows.push_back(std::move(row));
+    }
+  }
+
+  const int64_t total = static_cast<int64_t>(windows.size()) * (1 + rows.size()) +
+                        (config.model_output ? static_cast<int64_t>(windows.size()) * (1 + 2 * rows.size()) : 0);
+  int64_t done = 0;
+  const int T = P + C;
+  for (const auto& window : windows) {
+    MKV_CHECK(static_cast<int>(window.size()) >= T, "window of {} tokens, expected at least {}", window.size(), T);
+    const std::span<const int32_t> tokens(window);
+    // Full-cache run: every layer's continuation queries and the full keys/values.
+    QueryCapture capture(L, H * dk, P, C);
+    Session reference(model, SessionOptions{});
+    reference.set_observer(&capture);
+    std::vector<float> logits(static_cast<std::size_t>(T) * mc.n_vocab);
+    reference.evaluate(tokens.first(T), logits.data());
+    std::vector<std::vector<float>> K(static_cast<std::size_t>(L) * KVH), V(K.size());
+    for (int l = 0; l < L; ++l)
+      for (int g = 0; g < KVH; ++g) {
+        const KvHeadView view = reference.cache().head(l, g);
+        MKV_CHECK(view.length == T, "full cache head holds {} rows, expected {}", view.length, T);
+        auto& k = K[l * KVH + g];
+        auto& v = V[l * KVH + g];
+        k.resize(static_cast<std::size_t>(T) * dk);
+        v.resize(static_cast<std::size_t>(T) * dv);
+        for (int i = 0; i < T; ++i) view.key(i, k.data() + static_cast<std::size_t>(i) * dk), view.value(i, v.data() + static_cast<std::size_t>(i) * dv);
+      }
+    if (on_progress) on_progress(++done, total);
+
+    for (FidelityRow& row : rows) {
+      auto press = make_press(row.spec, Budget{row.budget, 0.0});
+      SessionOptions options;
+      options.press = press.get();
+      Session session(model, options);
+      session.prefill(tokens.first(P));
+      const KvCache& cache = session.cache();
+      const bool own_moments = cache.tracks_moments();
+
+#pragma omp parallel for schedule(dynamic)
+      for (int lg = 0; lg < L * KVH; ++lg) {
+        const int l = lg / KVH, g = lg % KVH;
+        const KvHeadView view = cache.head(l, g);
+        std::vector<char> kept(T, 0);
+        for (int i = 0; i < view.length; ++i) kept[view.positions[i]] = 1;
+        for (int i = P; i < T; ++i) kept[i] = 1;
+        const float* k = K[lg].data();
+        const float* v = V[lg].data();
+        // Moments of the evicted rows: the press's own (what deployment uses) or the paper's single summary.
+        std::unique_ptr<MomentGroups> built;
+        const MomentGroups* moments = own_moments ? view.moments : nullptr;
+        int64_t n_evicted = 0;
+        for (int i = 0; i < P; ++i) n_evicted += !kept[i];
+        if (!own_moments && n_evicted > 0) {
+          MomentConfig mcfg;
+          mcfg.track = true;
+          built = std::make_unique<MomentGroups>(dk, dv, mcfg);
+          std::vector<float> ek, ev;
+          for (int i = 0; i < P; ++i)
+            if (!kept[i]) {
+              ek.insert(ek.end(), k + static_cast<std::size_t>(i) * dk, k + static_cast<std::size_t>(i + 1) * dk);
+              ev.insert(ev.end(), v + static_cast<std::size_t>(i) * dv, v + static_cast<std::size_t>(i + 1) * dv);
+            }
+          built->merge_rows(ek.data(), ev.data(), n_evicted);
+          moments = built.get();
+        }
+        std::vector<double> s(T), fr(dv), fe(dv), full(dv);
+        std::vector<float> onc(dv);
+        for (int hh = 0; hh < group; ++hh) {
+          const int h = g * group + hh;
+          HeadFidelity& out = row.heads[l * H + h];
+          for (int j = 0; j < C; ++j) {
+            const float* q = capture.query(l, j) + static_cast<std::size_t>(h) * dk;
+            const int n_vis = P + j + 1;
+            double top_r = -INFINITY, top_e = -INFINITY;
+            for (int i = 0; i < n_vis; ++i) {
+              double d = 0;
+              for (int a = 0; a < dk; ++a) d += double(q[a]) * k[static_cast<std::size_t>(i) * dk + a];
+              s[i] = tau * d;
+              if (kept[i]) top_r = std::max(top_r, s[i]);
+              else top_e = std::max(top_e, s[i]);
+            }
+            double zr = 0, ze = 0;
+            std::fill(fr.begin(), fr.end(), 0.0);
+            std::fill(fe.begin(), fe.end(), 0.0);
+            for (int i = 0; i < n_vis; ++i) {
+              const float* vi = v + static_cast<std::size_t>(i) * dv;
+              if (kept[i]) {
+                const double w = std::exp(s[i] - top_r);
+                zr += w;
+                for (int b = 0; b < dv; ++b) fr[b] += w * vi[b];
+              } else {
+                const double w = std::exp(s[i] - top_e);
+                ze += w;
+                for (int b = 0; b < dv; ++b) fe[b] += w * vi[b];
+              }
+            }
+            for (int b = 0; b < dv; ++b) fr[b] /= zr;
+            const double lse_r = top_r + std::log(zr);
+            double wr = 1.0;
+            if (ze > 0) {
+              for (int b = 0; b < dv; ++b) fe[b] /= ze;
+              const double lse_e = top_e + std::log(ze);
+              const double top = std::max(lse_r, lse_e);
+              wr = std::exp(lse_r - top) / (std::exp(lse_r - top) + std::exp(lse_e - top));
+            }
+            for (int b = 0; b < dv; ++b) full[b] = ze > 0 ? wr * fr[b] + (1 - wr) * fe[b] : fr[b];
+            const double nf = std::max(norm(full), 1e-30);
+            double e_plain = 0, e_nc = 0;
+            for (int b = 0; b < dv; ++b) {
+              e_plain += (fr[b] - full[b]) * (fr[b] - full[b]);
+              onc[b] = static_cast<float>(fr[b]);
+            }
+            if (ze > 0 && moments && moments->count() > 0)
+              nc_blend(*moments, q, tau, static_cast<float>(lse_r), onc.data());
+            for (int b = 0; b < dv; ++b) e_nc += (onc[b] - full[b]) * (onc[b] - full[b]);
+            out.evicted_mass += 1.0 - wr;
+            out.error_plain += std::sqrt(e_plain) / nf;
+            out.error_nc += std::sqrt(e_nc) / nf;
+            ++out.queries;
+            if (ze > 0) {
+              const double nr = norm(fr), ne = norm(fe);
+              double d = 0;
+              for (int b = 0; b < dv; ++b) d += fr[b] * fe[b];
+              if (nr > 0 && ne > 0) {
+                out.cosine += std::clamp(d / (nr * ne), -1.0, 1.0);
+                ++out.cosine_queries;
+              }
+            }
+          }
+        }
+      }
+      if (on_progress) on_progress(++done, total);
+    }
+  }
+
+  // Means.
+  for (FidelityRow& row : rows) {
+    std::vector<double> mass, cosv, ep, en;
+    row.cosine_per_layer.assign(L, 0.0);
+    row.error_plain_per_layer.assign(L, 0.0);
+    row.error_nc_per_layer.assign(L, 0.0);
+    std::vector<int> cos_count(L, 0);
+    for (HeadFidelity& hf : row.heads) {
+      if (hf.queries > 0) hf.evicted_mass /= hf.queries, hf.error_plain /= hf.queries, hf.error_nc /= hf.queries;
+      if (hf.cosine_queries > 0) {
+        hf.cosine /= hf.cosine_queries;
+        cosv.push_back(hf.cosine);
+        row.cosine_per_layer[hf.layer] += hf.cosine;
+        ++cos_count[hf.layer];
+      }
+      mass.push_back(hf.evicted_mass);
+      ep.push_back(hf.error_plain);
+      en.push_back(hf.error_nc);
+      row.error_plain_per_layer[hf.layer] += hf.error_plain / H;
+      row.error_nc_per_layer[hf.layer] += hf.error_nc / H;
+    }
+    for (int l = 0; l < L; ++l)
+      row.cosine_per_layer[l] = cos_count[l] ? row.cosine_per_layer[l] / cos_count[l] : NAN;
+    row.evicted_mass = mean_of(mass);
+    row.cosine = mean_of(cosv);
+    row.error_plain = mean_of(ep);
+    row.error_nc = mean_of(en);
+    if (!cosv.empty()) {
+      std::sort(cosv.begin(), cosv.end());
+      const std::size_t n = cosv.size();
+      row.cosine_median = n % 2 ? cosv[n / 2] : 0.5 * (cosv[n / 2 - 1] + cosv[n / 2]);
+    }
+  }
+
+  if (config.model_output) {
+    CompressionEvalConfig ce;
+    ce.presses = config.presses;
+    ce.budgets = config.budgets;
+    ce.nc = NcMode::Both;
+    ce.prompt_tokens = P;
+    ce.continuation_tokens = C;
+    const auto out_rows = run_compression_eval(model, windows, ce, [&](int64_t, int64_t) {
+      if (on_progress) on_progress(++done, total);
+    });
+    for (const auto& r : out_rows)
+      for (FidelityRow& row : rows)
+        if (row.name == r.name && row.budget == r.budget) {
+          (r.nc ? row.output_nc_on : row.output_nc_off) = r.stats;
+          row.has_output = true;
+        }
+  }
+  return rows;
+}
+
+namespace {
+
+nlohmann::ordered_json number(double x) { return std::isfinite(x) ? nlohmann::ordered_json(x) : nlohmann::ordered_json(); }
+
+nlohmann::ordered_json divergence_json(const DivergenceStats& s) {
+  return {{"kl", s.mean_kl()}, {"same_top1_percent", s.same_top1_percent()}, {"delta_nll", s.delta_nll()},
+          {"positions", s.positions()}};
+}
+
+}  // namespace
+
+nlohmann::ordered_json fidelity_json(const std::vector<FidelityRow>& rows, const FidelityConfig& config) {
+  nlohmann::ordered_json out = {{"prompt_tokens", config.prompt_tokens},
+                                {"continuation_tokens", config.continuation_tokens},
+                                {"rows", nlohmann::ordered_json::array()}};
+  for (const auto& r : rows) {
+    nlohmann::ordered_json row = {{"press", r.name},
+                                  {"spec", r.spec},
+                                  {"budget", r.budget},
+                                  {"evicted_mass", r.evicted_mass},
+                                  {"cosine_mean", r.cosine},
+                                  {"cosine_median", r.cosine_median},
+                                  {"error_plain", r.error_plain},
+                                  {"error_nc", r.error_nc},
+                                  {"per_layer", nlohmann::ordered_json::array()},
+                                  {"heads", nlohmann::ordered_json::array()}};
+    for (std::size_t l = 0; l < r.cosine_per_layer.size(); ++l)
+      row["per_layer"].push_back({{"layer", l}, {"cosine", number(r.cosine_per_layer[l])},
+                                  {"error_plain", r.error_plain_per_layer[l]}, {"error_nc", r.error_nc_per_layer[l]}});
+    for (const auto& h : r.heads)
+      row["heads"].push_back({{"layer", h.layer}, {"head", h.head}, {"evicted_mass", h.evicted_mass},
+                              {"cosine", h.cosine_queries ? number(h.cosine) : nlohmann::ordered_json()},
+                              {"error_plain", h.error_plain}, {"error_nc", h.error_nc}, {"queries", h.queries}});
+    if (r.has_output) {
+      row["output_nc_off"] = divergence_json(r.output_nc_off);
+      row["output_nc_on"] = divergence_json(r.output_nc_on);
+    }
+    out["rows"].push_back(std::move(row));
+  }
+  return out;
+}
+
+std::string fidelity_markdown(const std::vector<FidelityRow>& rows, const FidelityConfig& config,
+                              const std::string& model_name, int windows) {
+  std::string md = fmt::format(
+      "# Attention fidelity: {}\n\n{} window(s): {} prompt tokens compressed once, {} continuation queries "
+      "(teacher-forced, full-cache q/k/v) per layer and query head.\n\n"
+      "- mass = evicted attention mass 1 − w_R; cos = cos(f_R, f_E) (exact, head means over heads that evicted "
+      "anything); err = ‖o − o_full‖/‖o_full‖ without / with NC (head means).\n"
+      "- model output: KL(full ‖ press), same top-1 %, ΔNLL over the continuation, NC off / on.\n\n",
+      model_name, windows, config.prompt_tokens, config.continuation_tokens);
+  md += "| press | L | mass | cos mean | cos median | err plain | err NC | NC Δerr | KL off | KL on | top-1 off | top-1 on | ΔNLL off | ΔNLL on |\n";
+  md += "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+  for (const auto& r : rows) {
+    const double red = r.error_plain > 0 ? 100.0 * (r.error_plain - r.error_nc) / r.error_plain : 0.0;
+    md += fmt::format("| {} | {} | {:.3f} | {:.3f} | {:.3f} | {:.4f} | {:.4f} | {:+.1f}% |", r.name, r.budget,
+                      r.evicted_mass, r.cosine, r.cosine_median, r.error_plain, r.error_nc, -red);
+    if (r.has_output)
+      md += fmt::format(" {:.4f} | {:.4f} | {:.1f} | {:.1f} | {:+.4f} | {:+.4f} |\n", r.output_nc_off.mean_kl(),
+                        r.output_nc_on.mean_kl(), r.output_nc_off.same_top1_percent(),
+                        r.output_nc_on.same_top1_percent(), r.output_nc_off.delta_nll(), r.output_nc_on.delta_nll());
+    else
+      md += " – | – | – | – | – | – |\n";
+  }
+  if (!rows.empty()) {
+    md += "\n## Per layer: mean cos(f_R, f_E) / err plain → err NC\n\n| press | L |";
+    const std::size_t n_layers = rows.front().cosine_per_layer.size();
+    for (std::size_t l = 0; l < n_layers; ++l) md += fmt::format(" layer {} |", l);
+    md += "\n|---|---|";
+    for (std::size_t l = 0; l < n_layers; ++l) md += "---|";
+    md += "\n";
+    for (const auto& r : rows) {
+      md += fmt::format("| {} | {} |", r.name, r.budget);
+      for (std::size_t l = 0; l < n_layers; ++l)
+        md += std::isfinite(r.cosine_per_layer[l])
+                  ? fmt::format(" {:.2f} / {:.3f}→{:.3f} |", r.cosine_per_layer[l], r.error_plain_per_layer[l],
+                                r.error_nc_per_layer[l])
+                  : fmt::format(" – / {:.3f}→{:.3f} |", r.error_plain_per_layer[l], r.error_nc_per_layer[l]);
+      md += "\n";
+    }
+  }
+  md += "\nPlots: error_vs_budget.svg, cosine_vs_budget.svg, cosine_per_layer.svg, mass_vs_budget.svg";
+  md += rows.empty() || !rows.front().has_output ? "\n" : ", kl_vs_budget.svg\n";
+  return md;
+}
+
+std::vector<std::pair<std::string, std::string>> fidelity_plots(const std::vector<FidelityRow>& rows) {
+  using eval::report::LinePlot;
+  using eval::report::PlotSeries;
+  std::vector<std::string> names;
+  for (const auto& r : rows)
+    if (std::find(names.begin(), names.end(), r.name) == names.end()) names.push_back(r.name);
+  auto by_budget = [&](const std::string& title, const std::string& y_label,
+                       const std::vector<std::pair<std::string, std::function<double(const FidelityRow&)>>>& series) {
+    LinePlot plot{title, "budget L (tokens per KV head)", y_label, {}, true};
+    for (const auto& name : names)
+      for (const auto& [suffix, value] : series) {
+        PlotSeries s{name + suffix, {}, false};
+        for (const auto& r : rows)
+          if (r.name == name && std::isfinite(value(r))) s.points.emplace_back(r.budget, value(r));
+        if (!s.points.empty()) plot.series.push_back(std::move(s));
+      }
+    return eval::report::render_svg(plot);
+  };
+  std::vector<std::pair<std::string, std::string>> plots;
+  plots.emplace_back("error_vs_budget.svg",
+                     by_budget("Relative attention-output error vs budget", "‖o − o_full‖ / ‖o_full‖",
+                               {{"", [](const FidelityRow& r) { return r.error_plain; }},
+                                {" +NC", [](const FidelityRow& r) { return r.error_nc; }}}));
+  plots.emplace_back("cosine_vs_budget.svg", by_budget("Directional gap: mean cos(f_R, f_E)", "cos(f_R, f_E)",
+                                                       {{"", [](const FidelityRow& r) { return r.cosine; }}}));
+  plots.emplace_back("mass_vs_budget.svg", by_budget("Evicted attention mass", "1 − w_R",
+                                                     {{"", [](const FidelityRow& r) { return r.evicted_mass; }}}));
+  if (!rows.empty() && rows.front().has_output)
+    plots.emplace_back("kl_vs_budget.svg",
+                       by_budget("KL(full ‖ press) at the model output", "mean KL (nats)",
+                                 {{"", [](const FidelityRow& r) { return r.output_nc_off.mean_kl(); }},
+                                  {" +NC", [](const FidelityRow& r) { return r.output_nc_on.mean_kl(); }}}));
+  // Per-layer cosine at the smallest budget.
+  if (!rows.empty()) {
+    int32_t smallest = rows.front().budget;
+    for (const auto& r : rows) smallest = std::min(smallest, r.budget);
+    LinePlot plot{fmt::format("Mean cos(f_R, f_E) per layer, L = {}", smallest), "layer", "cos(f_R, f_E)", {}, false};
+    for (const auto& r : rows) {
+      if (r.budget != smallest) continue;
+      PlotSeries s{r.name, {}, false};
+      for (std::size_t l = 0; l < r.cosine_per_layer.size(); ++l)
+        if (std::isfinite(r.cosine_per_layer[l])) s.points.emplace_back(double(l), r.cosine_per_layer[l]);
+      if (!s.points.empty()) plot.series.push_back(std::move(s));
+    }
+    plots.emplace_back("cosine_per_layer.svg", eval::report::render_svg(plot));
+  }
+  return plots;
+}
+
+}  // namespace mkv

@@ -1,0 +1,270 @@
+#include "eval/longbench/longbench_eval.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <fstream>
+#include <optional>
+#include <ostream>
+
+#include "core/error.h"
+#include "core/progress.h"
+#include "eval/metrics/longbench_metrics.h"
+#include "model/chat_template.h"
+
+namespace mkv::eval {
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+namespace {
+
+json read_json(const fs::path& path, const std::string& flag) {
+  std::ifstream in(path, std::ios::binary);
+  MKV_CHECK(in.good(), "{}: cannot read '{}'", flag, path.string());
+  try {
+    return json::parse(in);
+  } catch (const json::parse_error& e) {
+    fail("{}: '{}' is not valid JSON ({})", flag, path.string(), e.what());
+  }
+}
+
+std::vector<std::string> string_list(const json& value, const std::string& where, const std::string& field,
+                                     bool null_ok) {
+  if (value.is_null() && null_ok) return {};
+  MKV_CHECK(value.is_array(), "{}: field '{}' must be a list of strings", where, field);
+  std::vector<std::string> out;
+  for (const auto& v : value) {
+    MKV_CHECK(v.is_string(), "{}: field '{}' must be a list of strings", where, field);
+    out.push_back(v.get<std::string>());
+  }
+  return out;
+}
+
+void write_text(const fs::path& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  MKV_CHECK(out.good(), "cannot write '{}'", path.string());
+  out << text;
+}
+
+}  // namespace
+
+std::vector<LongBenchRow> read_longbench_jsonl(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  MKV_CHECK(in.good(), "cannot read LongBench file '{}'", path.string());
+  std::vector<LongBenchRow> rows;
+  std::string line;
+  for (int number = 1; std::getline(in, line); ++number) {
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    const std::string where = fmt::format("{}:{}", path.string(), number);
+    json j;
+    try {
+      j = json::parse(line);
+    } catch (const json::parse_error& e) {
+      fail("{}: not valid JSON ({})", where, e.what());
+    }
+    MKV_CHECK(j.is_object(), "{}: a LongBench row must be a JSON object", where);
+    LongBenchRow row;
+    row.index = static_cast<int64_t>(rows.size());
+    for (const char* field : {"input", "context"}) {
+      MKV_CHECK(j.contains(field) && j[field].is_string(), "{}: field '{}' missing or not a string", where, field);
+    }
+    row.input = j["input"];
+    row.context = j["context"];
+    MKV_CHECK(j.contains("answers"), "{}: field 'answers' missing", where);
+    row.answers = string_list(j["answers"], where, "answers", false);
+    if (j.contains("all_classes")) row.all_classes = string_list(j["all_classes"], where, "all_classes", true);
+    if (j.contains("length")) {
+      MKV_CHECK(j["length"].is_number_integer(), "{}: field 'length' must be an integer", where);
+      row.length = j["length"];
+    }
+    if (j.contains("_id") && j["_id"].is_string()) row.id = j["_id"];
+    if (j.contains("dataset") && j["dataset"].is_string()) row.dataset = j["dataset"];
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+std::string format_longbench_prompt(const std::string& templ, const LongBenchRow& row, const std::string& dataset) {
+  std::string out;
+  for (std::size_t i = 0; i < templ.size(); ++i) {
+    const char c = templ[i];
+    if (c == '{' && i + 1 < templ.size() && templ[i + 1] == '{') {
+      out += '{';
+      ++i;
+    } else if (c == '}' && i + 1 < templ.size() && templ[i + 1] == '}') {
+      out += '}';
+      ++i;
+    } else if (c == '{') {
+      const std::size_t close = templ.find('}', i);
+      MKV_CHECK(close != std::string::npos, "dataset2prompt[{}]: unmatched '{{' in the template", dataset);
+      const std::string name = templ.substr(i + 1, close - i - 1);
+      if (name == "context") out += row.context;
+      else if (name == "input") out += row.input;
+      else fail("dataset2prompt[{}]: unknown template field '{{{}}}' (rows give context and input)", dataset, name);
+      i = close;
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+bool longbench_skips_chat_template(const std::string& d) {
+  return d == "trec" || d == "triviaqa" || d == "samsum" || d == "lsht" || d == "lcc" || d == "repobench-p";
+}
+
+LongBenchEvalSummary run_longbench_eval(Transformer& model, const Tokenizer& tokenizer,
+                                        const LongBenchEvalConfig& config, std::ostream& log) {
+  MKV_CHECK(!config.settings.empty(), "no press to run");
+  MKV_CHECK(!config.output_dir.empty(), "-o DIR is required");
+  const json prompts = read_json(config.dataset2prompt, "--dataset2prompt");
+  const json maxlens = read_json(config.dataset2maxlen, "--dataset2maxlen");
+  MKV_CHECK(prompts.is_object(), "--dataset2prompt: '{}' must map dataset to template", config.dataset2prompt.string());
+  MKV_CHECK(maxlens.is_object(), "--dataset2maxlen: '{}' must map dataset to a token count", config.dataset2maxlen.string());
+
+  // Datasets and their rows.
+  std::vector<std::pair<std::string, std::vector<LongBenchRow>>> data;
+  MKV_CHECK(fs::exists(config.data), "--data: '{}' does not exist", config.data.string());
+  if (fs::is_directory(config.data)) {
+    std::vector<std::string> names = config.datasets;
+    if (names.empty()) {
+      for (const auto& entry : fs::directory_iterator(config.data))
+        if (entry.path().extension() == ".jsonl") names.push_back(entry.path().stem().string());
+      std::sort(names.begin(), names.end());
+    }
+    MKV_CHECK(!names.empty(), "--data: no .jsonl files in '{}'", config.data.string());
+    for (const auto& name : names) {
+      const fs::path file = config.data / (name + ".jsonl");
+      MKV_CHECK(fs::exists(file), "--datasets: '{}' not found in '{}'", name + ".jsonl", config.data.string());
+      data.emplace_back(name, read_longbench_jsonl(file));
+    }
+  } else {
+    auto rows = read_longbench_jsonl(config.data);
+    std::string name = !rows.empty() && !rows.front().dataset.empty() ? rows.front().dataset : config.data.stem().string();
+    if (config.datasets.size() == 1) name = config.datasets.front();
+    MKV_CHECK(config.datasets.size() <= 1, "--datasets: a single --data file holds one dataset");
+    data.emplace_back(name, std::move(rows));
+  }
+  for (const auto& [name, rows] : data) {
+    MKV_CHECK(prompts.contains(name) && prompts[name].is_string(), "--dataset2prompt: no template for dataset '{}'", name);
+    MKV_CHECK(maxlens.contains(name) && maxlens[name].is_number_integer() && maxlens[name].get<int>() > 0,
+              "--dataset2maxlen: no positive generation length for dataset '{}'", name);
+    longbench_metric(name);  // refuses unknown datasets and those needing a Chinese segmenter
+    MKV_CHECK(!rows.empty(), "--data: dataset '{}' has no rows", name);
+  }
+
+  std::optional<ChatTemplate> chat;
+  if (config.chat_template == "auto") {
+    if (!tokenizer.vocab().chat_template.empty()) chat = ChatTemplate::for_vocab(tokenizer.vocab());
+  } else if (config.chat_template != "none") {
+    chat = ChatTemplate::by_name(config.chat_template);
+  }
+  const int context_length = config.generator.n_ctx > 0 ? config.generator.n_ctx : model.config().context_length;
+
+  struct Run {
+    fs::path dir;
+    std::vector<std::unique_ptr<ResultsStore>> stores;
+  };
+  std::vector<Run> runs;
+  int64_t total = 0, already = 0;
+  LongBenchEvalSummary summary;
+  for (const PressSetting& setting : config.settings) {
+    std::string name = setting.label;
+    if (config.shard.count > 1) name += fmt::format("_shard{}of{}", config.shard.shard, config.shard.count);
+    Run run{config.output_dir / name / "pred" / config.model_name, {}};
+    fs::create_directories(run.dir);
+    nlohmann::ordered_json meta = {{"model", config.model_name},
+                                   {"press", setting.name == "full" ? std::string("full") : setting.spec},
+                                   {"budget", setting.budget},
+                                   {"protocol", protocol_name(config.protocol)},
+                                   {"benchmark", "longbench"},
+                                   {"max_length", config.max_length},
+                                   {"shard", fmt::format("{}/{}", config.shard.shard, config.shard.count)}};
+    write_text(run.dir / "run.json", meta.dump(1) + "\n");
+    for (const auto& [dataset, rows] : data) {
+      run.stores.push_back(std::make_unique<ResultsStore>(run.dir / (dataset + ".jsonl"), log));
+      for (const auto& row : rows)
+        if (config.shard.selects(row.index)) ++total, already += run.stores.back()->done(row.index);
+    }
+    summary.result_dirs.push_back(run.dir);
+    runs.push_back(std::move(run));
+  }
+
+  ProgressBar bar("longbench", total, already);
+  for (std::size_t r = 0; r < runs.size() && !summary.stopped_early; ++r) {
+    const PressSetting& setting = config.settings[r];
+    for (std::size_t d = 0; d < data.size() && !summary.stopped_early; ++d) {
+      const std::string& dataset = data[d].first;
+      const std::string templ = prompts[dataset].get<std::string>();
+      const int max_gen = maxlens[dataset].get<int>();
+      const int64_t max_length = config.max_length > 0 ? config.max_length : context_length - max_gen - 1;
+      MKV_CHECK(max_length > 1, "--max-length: the context {} leaves no room for {}'s {} generated tokens",
+                context_length, dataset, max_gen);
+      ResultsStore& store = *runs[r].stores[d];
+      for (const LongBenchRow& row : data[d].second) {
+        if (!config.shard.selects(row.index) || store.done(row.index)) continue;
+        if (config.max_samples >= 0 && summary.predicted >= config.max_samples) {
+          summary.stopped_early = true;
+          break;
+        }
+        std::string prompt = format_longbench_prompt(templ, row, dataset);
+        // Middle truncation on the tokenised prompt (pred.py), before the chat template.
+        std::vector<int32_t> ids = tokenizer.encode(prompt, /*add_special=*/false, /*parse_special=*/false);
+        if (static_cast<int64_t>(ids.size()) > max_length) {
+          const int64_t half = max_length / 2;
+          prompt = tokenizer.decode(std::span<const int32_t>(ids.data(), half)) +
+                   tokenizer.decode(std::span<const int32_t>(ids.data() + ids.size() - half, half));
+        }
+        const bool templated = chat && !longbench_skips_chat_template(dataset);
+        const std::string text = templated ? chat->render({{"user", prompt}}, true) : prompt;
+        GenerationRequest request;
+        request.max_new_tokens = max_gen;
+        if (dataset == "samsum") request.stop_strings.push_back("\n");
+        if (config.protocol == Protocol::kvpress) {
+          const std::size_t cpos = templ.find("{context}");
+          MKV_CHECK(cpos != std::string::npos, "dataset2prompt[{}]: --protocol kvpress needs a {{context}} field", dataset);
+          const std::string question = format_longbench_prompt(templ.substr(cpos + 9), row, dataset);
+          const std::string head = question.substr(0, std::min<std::size_t>(question.size(), 48));
+          const std::size_t at = head.empty() ? std::string::npos : text.rfind(head);
+          MKV_CHECK(at != std::string::npos && at > 0, "{} row {}: the question after {{context}} was not found in the prompt",
+                    dataset, row.index + 1);
+          request.context = tokenizer.encode(text.substr(0, at), true, true);
+          request.question = tokenizer.encode(text.substr(at), false, true);
+        } else {
+          request.context = tokenizer.encode(text, true, true);
+        }
+        auto press = setting.make();
+        const GenerationResult g =
+            generate_greedy(model, tokenizer, setting.name == "full" ? nullptr : press.get(), request, config.generator);
+        nlohmann::ordered_json out = {{"pred", g.text},          {"answers", row.answers},
+                                      {"all_classes", row.all_classes}, {"length", row.length},
+                                      {"index", row.index},      {"_id", row.id}};
+        store.append(out);
+        ++summary.predicted;
+        bar.advance();
+      }
+    }
+  }
+  bar.finish();
+
+  for (std::size_t r = 0; r < runs.size(); ++r) {
+    nlohmann::ordered_json result = nlohmann::ordered_json::object();
+    std::map<std::string, double> scores;
+    for (std::size_t d = 0; d < data.size(); ++d) {
+      const ResultsStore& store = *runs[r].stores[d];
+      if (store.size() == 0) continue;
+      std::vector<LongBenchPrediction> preds;
+      for (const auto& row : store.rows())
+        preds.push_back({row.at("pred").get<std::string>(), row.at("answers").get<std::vector<std::string>>(),
+                         row.at("all_classes").get<std::vector<std::string>>(), row.value("length", int64_t{0})});
+      const double score = longbench_dataset_score(data[d].first, preds);
+      result[data[d].first] = score;
+      scores[data[d].first] = score;
+    }
+    write_text(runs[r].dir / "result.json", result.dump(4) + "\n");
+    summary.results.push_back(std::move(scores));
+  }
+  return summary;
+}
+
+}  // namespace mkv::eval

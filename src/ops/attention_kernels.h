@@ -1,0 +1,20 @@
+// Attention inner loops over one KV head for a group of query heads (GQA): each cache row is
+// read once for all the group's queries, so decode at depth streams the cache once per layer
+// instead of once per query head. Rows are float32 or fp16 (converted with F16C in the native
+// build). Both kernels take nq <= 8 queries per call (callers split larger groups).
+#pragma once
+
+#include <cstdint>
+
+namespace mkv {
+
+// logits[j * logit_stride + i] = scale * dot(q + j * q_stride, key row i)  for i < n_rows, j < nq.
+// keys: (n_rows, dim) float32, or fp16 bit patterns when f16.
+void attn_group_logits(const void* keys, bool f16, int32_t n_rows, int dim, const float* q, int nq,
+                       int64_t q_stride, float scale, float* logits, int64_t logit_stride);
+
+// out[j * out_stride + c] += sum_i w[j * w_stride + i] * value row i [c]   for j < nq, c < dim.
+void attn_group_weighted_sum(const void* values, bool f16, int32_t n_rows, int dim, const float* w, int nq,
+                             int64_t w_stride, float* out, int64_t out_stride);
+
+}  // namespace mkv

@@ -1,0 +1,202 @@
+// The integer decode path (see matmul_int8.h). Weight layouts follow ggml (block_decoders.h).
+// Both builds quantise the activations identically; the native build sums each block's integer
+// products with vpmaddubsw/vpmaddwd (exact) and accumulates scale x sum in float with FMAs, the
+// scalar build does the same in plain C++, so the two differ only in float accumulation order.
+#include "ops/matmul_int8.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "core/error.h"
+#include "ops/half.h"
+
+namespace mkv {
+namespace {
+
+std::atomic<int> g_precision{[] {
+  const char* env = std::getenv("MOMENTKV_PRECISION");
+  return env && std::strcmp(env, "fast") == 0 ? static_cast<int>(MatmulPrecision::Fast)
+                                              : static_cast<int>(MatmulPrecision::Exact);
+}()};
+
+constexpr int64_t kItemRows = 64;
+constexpr int64_t kMinParallelMacs = 1 << 18;
+
+inline float fp16_at(const uint8_t* p) { return fp16_to_f32_inline(load_u16(p)); }
+inline uint32_t u32_at(const uint8_t* p) {
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+
+// Per weight type: block size in bytes, and the dot product of one row with quantised activations.
+enum class Kind { Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 };
+
+#if MOMENTKV_NATIVE
+
+// Sum over pairs of products of signed bytes, as 8 floats (exact integers below 2^24).
+inline __m256 dot_s8(__m256i w, __m256i x) {
+  const __m256i aw = _mm256_sign_epi8(w, w);
+  const __m256i sx = _mm256_sign_epi8(x, w);
+  const __m256i d16 = _mm256_maddubs_epi16(aw, sx);
+  return _mm256_cvtepi32_ps(_mm256_madd_epi16(d16, _mm256_set1_epi16(1)));
+}
+// Unsigned weight codes (0..31) times signed activation codes.
+inline __m256 dot_u8(__m256i w, __m256i x) {
+  const __m256i d16 = _mm256_maddubs_epi16(w, x);
+  return _mm256_cvtepi32_ps(_mm256_madd_epi16(d16, _mm256_set1_epi16(1)));
+}
+// 32 nibble codes of a legacy block: low nibbles (values 0..15), then high nibbles (16..31).
+inline __m256i nibbles(const uint8_t* qs) {
+  const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
+  const __m256i both = _mm256_insertf128_si256(_mm256_castsi128_si256(b), _mm_srli_epi16(b, 4), 1);
+  return _mm256_and_si256(both, _mm256_set1_epi8(0x0f));
+}
+// 0x10 in byte i where bit i of qh is set (the fifth bit of the 5-bit codes).
+inline __m256i high_bits(uint32_t qh) {
+  const __m256i shuffle = _mm256_setr_epi64x(0x0000000000000000, 0x0101010101010101, 0x0202020202020202,
+                                             0x0303030303030303);
+  __m256i v = _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int32_t>(qh)), shuffle);
+  v = _mm256_or_si256(v, _mm256_set1_epi64x(0x7fbfdfeff7fbfdfe));
+  v = _mm256_cmpeq_epi8(v, _mm256_set1_epi64x(-1));
+  return _mm256_and_si256(v, _mm256_set1_epi8(0x10));
+}
+inline float hsum(__m256 a) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+template <Kind K>
+float row_dot(const uint8_t* w, std::size_t block_bytes, const ActBlockQ8* x, int64_t nb) {
+  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+  float offset = 0.0f;  // Σ m * s over the blocks (Q4_1, Q5_1)
+  for (int64_t b = 0; b < nb; ++b, w += block_bytes) {
+    const __m256i xq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[b].q));
+    const float d = fp16_at(w) * x[b].d;
+    __m256 dot;
+    if constexpr (K == Kind::Q8_0) {
+      dot = dot_s8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + 2)), xq);
+    } else if constexpr (K == Kind::Q4_0) {
+      dot = dot_s8(_mm256_sub_epi8(nibbles(w + 2), _mm256_set1_epi8(8)), xq);
+    } else if constexpr (K == Kind::Q4_1) {
+      dot = dot_u8(nibbles(w + 4), xq);
+      offset += fp16_at(w + 2) * x[b].s;
+    } else if constexpr (K == Kind::Q5_0) {
+      const __m256i code = _mm256_or_si256(nibbles(w + 6), high_bits(u32_at(w + 2)));
+      dot = dot_s8(_mm256_sub_epi8(code, _mm256_set1_epi8(16)), xq);
+    } else {
+      dot = dot_u8(_mm256_or_si256(nibbles(w + 8), high_bits(u32_at(w + 4))), xq);
+      offset += fp16_at(w + 2) * x[b].s;
+    }
+    if (b & 1)
+      acc1 = _mm256_fmadd_ps(_mm256_set1_ps(d), dot, acc1);
+    else
+      acc0 = _mm256_fmadd_ps(_mm256_set1_ps(d), dot, acc0);
+  }
+  return hsum(_mm256_add_ps(acc0, acc1)) + offset;
+}
+
+#else  // portable
+
+// Code of value i (0..31) of a legacy block, before subtracting the type's zero point.
+inline int nibble_code(const uint8_t* qs, int i) { return i < 16 ? (qs[i] & 0xf) : (qs[i - 16] >> 4); }
+
+template <Kind K>
+float row_dot(const uint8_t* w, std::size_t block_bytes, const ActBlockQ8* x, int64_t nb) {
+  float sum = 0.0f, offset = 0.0f;
+  for (int64_t b = 0; b < nb; ++b, w += block_bytes) {
+    int32_t dot = 0;
+    for (int i = 0; i < 32; ++i) {
+      int code;
+      if constexpr (K == Kind::Q8_0) {
+        code = static_cast<int8_t>(w[2 + i]);
+      } else if constexpr (K == Kind::Q4_0) {
+        code = nibble_code(w + 2, i) - 8;
+      } else if constexpr (K == Kind::Q4_1) {
+        code = nibble_code(w + 4, i);
+      } else if constexpr (K == Kind::Q5_0) {
+        code = (nibble_code(w + 6, i) | (((u32_at(w + 2) >> i) & 1) << 4)) - 16;
+      } else {
+        code = nibble_code(w + 8, i) | (((u32_at(w + 4) >> i) & 1) << 4);
+      }
+      dot += code * x[b].q[i];
+    }
+    sum += fp16_at(w) * x[b].d * static_cast<float>(dot);
+    if constexpr (K == Kind::Q4_1 || K == Kind::Q5_1) offset += fp16_at(w + 2) * x[b].s;
+  }
+  return sum + offset;
+}
+
+#endif
+
+template <Kind K>
+void run(const WeightMatrix& w, const ActBlockQ8* xq, int64_t n_tokens, float* y) {
+  const int64_t nb = w.cols / 32;
+  const std::size_t row_bytes = w.row_bytes();
+  const std::size_t block_bytes = row_bytes / static_cast<std::size_t>(nb);
+  const auto* base = static_cast<const uint8_t*>(w.data);
+  const int64_t n_items = (w.rows + kItemRows - 1) / kItemRows;
+  const bool parallel = n_items > 1 && w.rows * w.cols * n_tokens >= kMinParallelMacs;
+#pragma omp parallel for schedule(dynamic, 1) if (parallel)
+  for (int64_t i = 0; i < n_items; ++i) {
+    const int64_t r1 = std::min(w.rows, (i + 1) * kItemRows);
+    for (int64_t r = i * kItemRows; r < r1; ++r)
+      for (int64_t t = 0; t < n_tokens; ++t)
+        y[t * w.rows + r] = row_dot<K>(base + r * row_bytes, block_bytes, xq + t * nb, nb);
+  }
+}
+
+}  // namespace
+
+void set_matmul_precision(MatmulPrecision precision) { g_precision = static_cast<int>(precision); }
+MatmulPrecision matmul_precision() { return static_cast<MatmulPrecision>(g_precision.load()); }
+
+bool matmul_int8_supported(GgmlType type) {
+  return type == GgmlType::Q8_0 || type == GgmlType::Q4_0 || type == GgmlType::Q4_1 || type == GgmlType::Q5_0 ||
+         type == GgmlType::Q5_1;
+}
+
+void quantize_activations_q8(const float* x, int64_t n, ActBlockQ8* out) {
+  MKV_CHECK(n % 32 == 0, "quantize_activations_q8: {} values is not a multiple of 32", n);
+  for (int64_t b = 0; b < n / 32; ++b) {
+    const float* v = x + 32 * b;
+    float amax = 0.0f;
+    for (int i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(v[i]));
+    const float d = amax / 127.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    int32_t sum = 0;
+    for (int i = 0; i < 32; ++i) {
+      const int q = static_cast<int>(std::nearbyint(v[i] * id));
+      out[b].q[i] = static_cast<int8_t>(std::clamp(q, -127, 127));
+      sum += out[b].q[i];
+    }
+    out[b].d = d;
+    out[b].s = d * static_cast<float>(sum);
+  }
+}
+
+void matmul_int8(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y) {
+  MKV_CHECK(matmul_int8_supported(w.type) && w.cols % 32 == 0 && w.data != nullptr,
+            "matmul_int8: unsupported {} matrix ({} x {})", ggml_type_info(w.type).name, w.rows, w.cols);
+  if (w.rows == 0 || n_tokens <= 0) return;
+  const int64_t nb = w.cols / 32;
+  thread_local std::vector<ActBlockQ8> xq;
+  if (xq.size() < static_cast<std::size_t>(n_tokens * nb)) xq.resize(n_tokens * nb);
+  for (int64_t t = 0; t < n_tokens; ++t) quantize_activations_q8(x + t * w.cols, w.cols, xq.data() + t * nb);
+  switch (w.type) {
+    case GgmlType::Q8_0: return run<Kind::Q8_0>(w, xq.data(), n_tokens, y);
+    case GgmlType::Q4_0: return run<Kind::Q4_0>(w, xq.data(), n_tokens, y);
+    case GgmlType::Q4_1: return run<Kind::Q4_1>(w, xq.data(), n_tokens, y);
+    case GgmlType::Q5_0: return run<Kind::Q5_0>(w, xq.data(), n_tokens, y);
+    case GgmlType::Q5_1: return run<Kind::Q5_1>(w, xq.data(), n_tokens, y);
+    default: fail("internal error: no integer kernel for {}", ggml_type_info(w.type).name);
+  }
+}
+
+}  // namespace mkv

@@ -1,0 +1,45 @@
+// Integer matrix-vector products for decode, the way llama.cpp computes them: the activation
+// vector is quantised once per product to 8-bit blocks of 32 (a float scale per block, as Q8_0
+// but with a float32 scale and the block's code sum), and each weight block meets it in an
+// integer dot product (AVX2: vpmaddubsw + vpmaddwd with the sign trick for signed x signed).
+// This changes the numerics (activations carry ~0.4% relative rounding per block), so it is
+// opt-in: matmul() uses it only in MatmulPrecision::Fast, for the weight types it supports and
+// batches of at most kInt8MaxTokens tokens (decode); prefill keeps the float kernel.
+#pragma once
+
+#include <cstdint>
+
+#include "ops/matmul.h"
+
+namespace mkv {
+
+enum class MatmulPrecision {
+  Exact,  // float32 activations x exactly decoded weights (the default)
+  Fast,   // 8-bit quantised activations x integer weight codes for decode-sized batches
+};
+
+// Process-wide kernel mode. The initial value is Exact, or Fast when the environment variable
+// MOMENTKV_PRECISION=fast is set (lets a whole test suite run on the fast path).
+void set_matmul_precision(MatmulPrecision precision);
+MatmulPrecision matmul_precision();
+
+inline constexpr int64_t kInt8MaxTokens = 4;
+
+// Whether the integer path handles weights of `type` (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1).
+bool matmul_int8_supported(GgmlType type);
+
+// y = W x for n_tokens tokens with quantised activations (same layout as matmul()). Requires a
+// supported type; any n_tokens works (the caller limits it to decode-sized batches).
+void matmul_int8(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y);
+
+// The activation blocks, exposed for tests: 32 values, scale d, codes q (value ≈ d*q), and
+// s = d * sum(q) (used by the types with an offset, Q4_1 / Q5_1).
+struct ActBlockQ8 {
+  float d;
+  float s;
+  int8_t q[32];
+};
+// x has n values, n a multiple of 32; writes n/32 blocks (round to nearest, |q| <= 127).
+void quantize_activations_q8(const float* x, int64_t n, ActBlockQ8* out);
+
+}  // namespace mkv

@@ -1,0 +1,114 @@
+// momentkv bench end to end on a tiny random model: well-formed markdown / JSON / CSV output and
+// one-line errors for bad flags.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <array>
+#include <cstdio>
+#include <sstream>
+#include <string>
+#include <sys/wait.h>
+
+#include "support/test_support.h"
+
+namespace mkv {
+namespace {
+
+struct BenchRun {
+  int exit_code = -1;
+  std::string out, err;
+};
+
+BenchRun run_momentkv(const std::string& args) {
+  const auto err_path = test::temp_dir() / "bench_stderr.txt";
+  const std::string command = std::string(MOMENTKV_BIN) + " " + args + " 2>" + err_path.string();
+  BenchRun r;
+  std::FILE* pipe = popen(command.c_str(), "r");
+  if (!pipe) return r;
+  std::array<char, 4096> buf{};
+  std::size_t n;
+  while ((n = std::fread(buf.data(), 1, buf.size(), pipe)) > 0) r.out.append(buf.data(), n);
+  const int status = pclose(pipe);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.err = test::read_file(err_path);
+  return r;
+}
+
+// A tiny random model, written once per test binary run.
+const std::string& tiny_model() {
+  static const std::string path = [] {
+    const auto p = (test::temp_dir() / "bench_tiny_llama.gguf").string();
+    const BenchRun r = run_momentkv("make-model --shape tiny-llama --type Q8_0 -o " + p);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return p;
+  }();
+  return path;
+}
+
+void expect_one_line_error(const BenchRun& r, const std::string& fragment) {
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_EQ(r.err.rfind("error: ", 0), 0u) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_NE(r.err.find(fragment), std::string::npos) << r.err;
+}
+
+TEST(CliBench, MarkdownTableHasOneRowPerTest) {
+  const BenchRun r = run_momentkv("bench -m " + tiny_model() + " -p 16 -n 4 -d 0,8 -r 2 -t 1 --no-probe");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::istringstream in(r.out);
+  std::string line;
+  std::vector<std::string> rows;
+  while (std::getline(in, line))
+    if (line.rfind("| ", 0) == 0) rows.push_back(line);
+  ASSERT_EQ(rows.size(), 2u + 4u) << r.out;  // header, separator, pp16, tg4, pp16 @ d8, tg4 @ d8
+  EXPECT_NE(rows[0].find("| model | size | params | backend | threads | test | t/s |"), std::string::npos);
+  EXPECT_NE(rows[2].find("| pp16 |"), std::string::npos) << rows[2];
+  EXPECT_NE(rows[3].find("| tg4 |"), std::string::npos) << rows[3];
+  EXPECT_NE(rows[5].find("| tg4 @ d8 |"), std::string::npos) << rows[5];
+  EXPECT_NE(rows[3].find(" ± "), std::string::npos);
+  EXPECT_NE(r.out.find("bytes per row"), std::string::npos);
+  EXPECT_NE(r.out.find("peak RSS"), std::string::npos);
+}
+
+TEST(CliBench, JsonWithAPressAtDepth) {
+  const BenchRun r = run_momentkv("bench -m " + tiny_model() +
+                                  " -p 0 -n 4 -d 32 -r 2 -t 1 -o json --press snapkv --kv-budget 16 --fast -ctk f16");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_GT(j["bandwidth_probe"]["best_gbs"].get<double>(), 0.0);
+  EXPECT_GT(j["peak_rss_bytes"].get<double>(), 0.0);
+  ASSERT_EQ(j["results"].size(), 2u);  // tg4 @ d32 with the full cache, then with the press
+  for (const auto& row : j["results"]) {
+    EXPECT_EQ(row["test"], "tg4 @ d32");
+    EXPECT_EQ(row["samples_ts"].size(), 2u);
+    EXPECT_GT(row["avg_ts"].get<double>(), 0.0);
+    EXPECT_GT(row["gbs"].get<double>(), 0.0);
+    EXPECT_GT(row["kv_row_bytes"].get<double>(), 0.0);
+  }
+  EXPECT_EQ(j["results"][0]["press"], "");
+  EXPECT_NE(j["results"][1]["press"], "");
+  // The press keeps at most the budget per head (+ the decoded tokens it may not evict yet).
+  EXPECT_LT(j["results"][1]["kv_rows_held"].get<int64_t>(), j["results"][0]["kv_rows_held"].get<int64_t>());
+  EXPECT_NE(j["backend"].get<std::string>().find("int8"), std::string::npos);
+}
+
+TEST(CliBench, CsvHasAHeaderAndOneLinePerTest) {
+  const BenchRun r = run_momentkv("bench -m " + tiny_model() + " -p 8 -n 2 -r 1 -t 1 -o csv --no-probe");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 3) << r.out;
+  EXPECT_EQ(r.out.rfind("model,size_bytes,params,backend,threads,test", 0), 0u);
+}
+
+TEST(CliBench, BadFlagsAreOneLineErrors) {
+  expect_one_line_error(run_momentkv("bench -m " + tiny_model() + " -o xml"), "xml");
+  expect_one_line_error(run_momentkv("bench -m " + tiny_model() + " -p 1,x"), "-p");
+  expect_one_line_error(run_momentkv("bench -m " + tiny_model() + " -r 0"), "-r");
+  expect_one_line_error(run_momentkv("bench -m " + tiny_model() + " -t 0"), "-t");
+  expect_one_line_error(run_momentkv("bench -m /nonexistent/m.gguf"), "/nonexistent/m.gguf");
+  expect_one_line_error(run_momentkv("bench -m " + tiny_model() + " --kv-budget 64"), "--press");
+  expect_one_line_error(run_momentkv("bench -m " + tiny_model() + " -d 8 --press nosuchpress"), "nosuchpress");
+  expect_one_line_error(run_momentkv("bench --no-such-flag"), "--no-such-flag");
+}
+
+}  // namespace
+}  // namespace mkv

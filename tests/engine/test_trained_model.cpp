@@ -1,0 +1,84 @@
+// The committed long-context model (models/stories-needle-2k.gguf, see models/MODEL_CARD.md):
+// the engine reproduces the trainer's PyTorch logits, and the model retrieves a needle.
+//
+// Data files (tests/engine/data/), written by tools/train:
+//   trained_model_logits.bin   export.py --reference-logits: int32 n, int32 n_vocab, int32 ids[n],
+//                              float32 logits[n][n_vocab] from the PyTorch model
+//   trained_model_needle.txt   a held-out needle prompt (eval_retrieval.py's build_prompt, seed 7)
+//                              whose first line is the expected value; the prompt follows it
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "engine/session.h"
+#include "gguf/gguf_file.h"
+#include "model/tokenizer.h"
+#include "model/transformer.h"
+#include "model/vocab.h"
+#include "support/test_support.h"
+
+namespace mkv {
+namespace {
+
+const std::filesystem::path kSource = MOMENTKV_SOURCE_DIR;
+
+class TrainedModel : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const auto path = kSource / "models" / "stories-needle-2k.gguf";
+    if (!std::filesystem::exists(path)) GTEST_SKIP() << "committed model " << path << " not found";
+    file_ = std::make_unique<GgufFile>(GgufFile::open(path.string()));
+    model_ = std::make_unique<Transformer>(*file_, 512);
+  }
+  std::unique_ptr<GgufFile> file_;
+  std::unique_ptr<Transformer> model_;
+};
+
+TEST_F(TrainedModel, LogitsMatchThePyTorchReference) {
+  const std::string bytes = test::read_file(kSource / "tests/engine/data/trained_model_logits.bin");
+  int32_t n = 0, n_vocab = 0;
+  ASSERT_GE(bytes.size(), 8u);
+  std::memcpy(&n, bytes.data(), 4);
+  std::memcpy(&n_vocab, bytes.data() + 4, 4);
+  ASSERT_EQ(n_vocab, model_->config().n_vocab);
+  ASSERT_EQ(bytes.size(), 8u + 4u * n + 4u * static_cast<std::size_t>(n) * n_vocab);
+  std::vector<int32_t> ids(n);
+  std::vector<float> reference(static_cast<std::size_t>(n) * n_vocab);
+  std::memcpy(ids.data(), bytes.data() + 8, 4u * n);
+  std::memcpy(reference.data(), bytes.data() + 8 + 4u * n, reference.size() * 4);
+
+  Session session(*model_, SessionOptions{});
+  std::vector<float> logits(reference.size());
+  session.evaluate(ids, logits.data());
+  double max_diff = 0.0;
+  for (std::size_t i = 0; i < logits.size(); ++i)
+    max_diff = std::max(max_diff, static_cast<double>(std::fabs(logits[i] - reference[i])));
+  EXPECT_LT(max_diff, 1e-3);
+  std::printf("trained model: max |engine - PyTorch| logit over %d x %d = %.3g\n", n, n_vocab, max_diff);
+}
+
+TEST_F(TrainedModel, AnswersAFixedNeedlePromptGreedily) {
+  const std::string data = test::read_file(kSource / "tests/engine/data/trained_model_needle.txt");
+  const std::size_t newline = data.find('\n');
+  ASSERT_NE(newline, std::string::npos);
+  const std::string expected = data.substr(0, newline), prompt = data.substr(newline + 1);
+  const auto tokenizer = Tokenizer::create(Vocab::from_gguf(*file_));
+  const auto ids = tokenizer->encode(prompt, /*add_special=*/true, /*parse_special=*/false);
+  ASSERT_GT(ids.size(), 900u) << "the prompt is a long-context one";
+
+  Session session(*model_, SessionOptions{});
+  std::span<const float> logits = session.prefill(ids);
+  std::vector<int32_t> generated;
+  for (int i = 0; i < 10; ++i) {
+    generated.push_back(static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin()));
+    logits = session.decode(generated.back());
+  }
+  std::string answer = tokenizer->decode(generated);
+  answer.erase(0, answer.find_first_not_of(' '));
+  EXPECT_EQ(answer.substr(0, expected.size()), expected) << "answer: '" << answer << "'";
+}
+
+}  // namespace
+}  // namespace mkv

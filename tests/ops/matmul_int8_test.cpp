@@ -1,0 +1,145 @@
+// The integer decode path (8-bit activations x integer weight codes) against float64 references:
+// exact up to float rounding once the activations are the quantised ones, and within the
+// activation-rounding bound of the true product.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "ops/matmul.h"
+#include "ops/matmul_int8.h"
+#include "ops/quant.h"
+#include "ops_test_util.h"
+
+namespace mkv {
+namespace {
+
+const GgmlType kInt8Types[] = {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1};
+
+class PrecisionGuard {
+ public:
+  explicit PrecisionGuard(MatmulPrecision p) : saved_(matmul_precision()) { set_matmul_precision(p); }
+  ~PrecisionGuard() { set_matmul_precision(saved_); }
+
+ private:
+  MatmulPrecision saved_;
+};
+
+struct Problem {
+  int64_t rows, cols, n_tokens;
+  std::vector<uint8_t> q;
+  std::vector<float> w_deq, x;
+  WeightMatrix w;
+  Problem(GgmlType type, int64_t rows_, int64_t cols_, int64_t tokens, uint32_t seed)
+      : rows(rows_), cols(cols_), n_tokens(tokens) {
+    const auto values = test::gaussian(rows * cols, seed);
+    q = test::quantize_matrix(type, values, rows, cols);
+    w_deq.resize(rows * cols);
+    for (int64_t r = 0; r < rows; ++r)
+      dequantize_row(type, q.data() + r * ggml_row_bytes(type, cols), w_deq.data() + r * cols, cols);
+    x = test::gaussian(tokens * cols, seed + 1);
+    x[3] = 40.0f;  // an outlier: its block's scale is large, the others' are not
+    w = {type, q.data(), rows, cols};
+  }
+};
+
+class Int8Type : public ::testing::TestWithParam<GgmlType> {};
+
+TEST_P(Int8Type, EqualsTheFloat64ProductWithQuantisedActivations) {
+  for (const auto [rows, cols, tokens] : {std::tuple{7, 32, 1}, std::tuple{67, 256, 1}, std::tuple{130, 2048, 3}}) {
+    Problem p(GetParam(), rows, cols, tokens, 11);
+    std::vector<float> y(tokens * rows);
+    matmul_int8(p.w, p.x.data(), tokens, y.data());
+    std::vector<ActBlockQ8> xq(cols / 32);
+    for (int64_t t = 0; t < tokens; ++t) {
+      quantize_activations_q8(p.x.data() + t * cols, cols, xq.data());
+      for (int64_t r = 0; r < rows; ++r) {
+        double ref = 0.0, mag = 0.0;
+        for (int64_t c = 0; c < cols; ++c) {
+          const double xv = static_cast<double>(xq[c / 32].d) * xq[c / 32].q[c % 32];
+          ref += static_cast<double>(p.w_deq[r * cols + c]) * xv;
+          mag += std::fabs(static_cast<double>(p.w_deq[r * cols + c]) * xv);
+        }
+        ASSERT_NEAR(y[t * rows + r], ref, 1e-5 * mag + 1e-6) << "row " << r << " token " << t;
+      }
+    }
+  }
+}
+
+TEST_P(Int8Type, WithinTheActivationRoundingBoundOfTheExactProduct) {
+  Problem p(GetParam(), 96, 1024, 2, 5);
+  std::vector<float> y(2 * 96);
+  {
+    PrecisionGuard fast(MatmulPrecision::Fast);
+    matmul(p.w, p.x.data(), 2, y.data());  // dispatches to the integer path
+  }
+  double err2 = 0.0, ref2 = 0.0;
+  for (int64_t t = 0; t < 2; ++t)
+    for (int64_t r = 0; r < 96; ++r) {
+      double ref = 0.0, bound = 0.0;
+      for (int64_t b = 0; b < 1024 / 32; ++b) {
+        double amax = 0.0, wabs = 0.0;
+        for (int i = 0; i < 32; ++i) {
+          const int64_t c = 32 * b + i;
+          ref += static_cast<double>(p.w_deq[r * 1024 + c]) * p.x[t * 1024 + c];
+          amax = std::max(amax, std::fabs(static_cast<double>(p.x[t * 1024 + c])));
+          wabs += std::fabs(static_cast<double>(p.w_deq[r * 1024 + c]));
+        }
+        bound += wabs * amax / 254.0;  // |x - x̂| <= d/2 = amax/254 per value
+      }
+      ASSERT_NEAR(y[t * 96 + r], ref, bound * 1.001 + 1e-4) << "row " << r;
+      err2 += (y[t * 96 + r] - ref) * (y[t * 96 + r] - ref);
+      ref2 += ref * ref;
+    }
+  EXPECT_LT(std::sqrt(err2 / ref2), 0.01);  // typical error: well under 1% of the output scale
+}
+
+INSTANTIATE_TEST_SUITE_P(LegacyTypes, Int8Type, ::testing::ValuesIn(kInt8Types),
+                         [](const auto& info) { return std::string(ggml_type_info(info.param).name); });
+
+TEST(MatmulPrecision, ExactIsTheDefaultAndUnsupportedTypesKeepTheFloatKernel) {
+  EXPECT_EQ(matmul_precision(), MatmulPrecision::Exact);  // unless MOMENTKV_PRECISION=fast
+  for (GgmlType type : {GgmlType::Q8_0, GgmlType::F16, GgmlType::Q4_K}) {
+    Problem p(type, 64, 512, 1, 3);
+    std::vector<float> exact(64), fast(64);
+    matmul(p.w, p.x.data(), 1, exact.data());
+    {
+      PrecisionGuard g(MatmulPrecision::Fast);
+      matmul(p.w, p.x.data(), 1, fast.data());
+    }
+    EXPECT_EQ(matmul_int8_supported(type), type == GgmlType::Q8_0);
+    if (!matmul_int8_supported(type)) {
+      EXPECT_EQ(exact, fast);
+    }
+  }
+  // Prefill-sized batches keep the float kernel in Fast precision too.
+  Problem p(GgmlType::Q8_0, 32, 256, 16, 4);
+  std::vector<float> exact(16 * 32), fast(16 * 32);
+  matmul(p.w, p.x.data(), 16, exact.data());
+  PrecisionGuard g(MatmulPrecision::Fast);
+  matmul(p.w, p.x.data(), 16, fast.data());
+  EXPECT_EQ(exact, fast);
+}
+
+TEST(QuantizeActivations, RoundsToNearestWithinRange) {
+  auto x = test::gaussian(64, 9);
+  x[40] = -7.0f;
+  std::vector<ActBlockQ8> b(2);
+  quantize_activations_q8(x.data(), 64, b.data());
+  for (int k = 0; k < 2; ++k) {
+    int32_t sum = 0;
+    for (int i = 0; i < 32; ++i) {
+      EXPECT_LE(std::abs(int{b[k].q[i]}), 127);
+      EXPECT_LE(std::fabs(b[k].d * b[k].q[i] - x[32 * k + i]), 0.5001f * b[k].d);
+      sum += b[k].q[i];
+    }
+    EXPECT_FLOAT_EQ(b[k].s, b[k].d * static_cast<float>(sum));
+  }
+  EXPECT_EQ(b[1].q[8], -127);
+  std::vector<float> zeros(32, 0.0f);
+  quantize_activations_q8(zeros.data(), 32, b.data());
+  EXPECT_EQ(b[0].d, 0.0f);
+}
+
+}  // namespace
+}  // namespace mkv
