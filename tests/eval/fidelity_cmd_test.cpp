@@ -89,7 +89,12 @@ TEST(Fidelity, RejectsBudgetInSpec) {
   if (!assets || !fs::exists(*assets / "stories260K.gguf")) GTEST_SKIP();
   auto file = GgufFile::open((*assets / "stories260K.gguf").string());
   Transformer model(file, 64);
-  FidelityConfig config{{"snapkv:budget=3"}, {16}, 32, 8, false};
+  FidelityConfig config;
+  config.presses = {"snapkv:budget=3"};
+  config.budgets = {16};
+  config.prompt_tokens = 32;
+  config.continuation_tokens = 8;
+  config.model_output = false;
   std::vector<std::vector<int32_t>> windows{std::vector<int32_t>(41, 1)};
   EXPECT_THROW(run_fidelity(model, windows, config), MkvError);
 }
@@ -282,7 +287,10 @@ TEST_F(Stories, LongBenchErrors) {
   EXPECT_THROW(eval::run_longbench_eval(*model_, *tokenizer_, c, log), MkvError);  // no template / Chinese
   c.datasets = {"nosuch"};
   EXPECT_THROW(eval::run_longbench_eval(*model_, *tokenizer_, c, log), MkvError);
-  EXPECT_EQ(eval::format_longbench_prompt("{{x}} {context}|{input}", {0, "I", "C"}, "d"), "{x} C|I");
+  eval::LongBenchRow row;
+  row.input = "I";
+  row.context = "C";
+  EXPECT_EQ(eval::format_longbench_prompt("{{x}} {context}|{input}", row, "d"), "{x} C|I");
   EXPECT_THROW(eval::format_longbench_prompt("{other}", {}, "d"), MkvError);
 }
 

@@ -144,7 +144,7 @@ TEST(Presses, BudgetAtLeastTheLengthEvictsNothing) {
 }
 
 TEST(Presses, MomentKvRoundsReachTheBudgetAndFoldEveryEvictedToken) {
-  PressRun run("momentkv:budget=40,rounds=4");
+  PressRun run("momentkv:budget=40,rounds=4,variant=paper");
   ASSERT_TRUE(run.press->wants_moments());
   ASSERT_TRUE(run.press->nc());
   run.prefill();
@@ -156,6 +156,16 @@ TEST(Presses, MomentKvRoundsReachTheBudgetAndFoldEveryEvictedToken) {
     }
   EXPECT_EQ(run.cache.moment_bytes(),
             std::size_t(kGeometry.n_layers * kGeometry.n_kv_heads) * (8 * 8 + 8 + 8 + 1) * sizeof(float));
+}
+
+TEST(Presses, DefaultMomentKvKeepsSixteenGroupsOfMeans) {
+  PressRun run("momentkv:budget=40");
+  run.prefill();
+  run.press->compress(run.cache, CompressReason::AfterPrefill);
+  for (int layer = 0; layer < kGeometry.n_layers; ++layer)
+    for (int h = 0; h < kGeometry.n_kv_heads; ++h) EXPECT_EQ(run.cache.length(layer, h), 40);
+  // 16 groups × (key mean 8 + value mean 8 + count 1) numbers per head.
+  EXPECT_EQ(run.cache.moment_bytes(), std::size_t(kGeometry.n_layers * kGeometry.n_kv_heads) * 16 * (8 + 8 + 1) * sizeof(float));
 }
 
 TEST(Presses, RatioBudgetKeepsTheKvpressCount) {

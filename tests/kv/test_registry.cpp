@@ -29,7 +29,7 @@ TEST(Registry, RejectsBadSpecsNamingWhatIsWrong) {
       {"snapkv:window", "'window' is not key=value"},
       {"momentkv:alloc=greedy", "alloc=greedy is not one of uniform|adaptive|pyramid"},
       {"momentkv:nc=2", "nc=2 is not a boolean"},
-      {"momentkv:groups=4", "variant=paper fixes groups=1"},
+      {"momentkv:variant=paper,groups=4", "variant=paper fixes groups=1"},
       {"adakv:scorer=full", "scorer=full is not one of"},
       {"snapkv:budget=32,ratio=0.5", "not both"},
       {"snapkv:ratio=1", "ratio=1 is out of range"},
