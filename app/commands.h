@@ -33,6 +33,8 @@ struct LoadedModel {
 
 // Resolves the model path (flag, environment, default), sets the thread count, loads the model.
 LoadedModel load_model(const ModelOptions& options);
+// The model file a -m flag names: the flag, else $MOMENTKV_MODEL, else the shared stories260K.
+std::string resolve_model_path(const std::string& flag);
 
 struct GenerateOptions {
   ModelOptions model;
@@ -49,7 +51,20 @@ struct GenerateOptions {
   int kv_budget = 0;           // --kv-budget L (tokens per KV head, window included)
   double compression_ratio = 0;  // --compression-ratio r (fraction removed, kvpress)
   bool compress_each_chunk = false;  // --compress-chunks: compress after every -ub chunk
+  bool conversation = false;   // -cnv: chat with the model's template (turns from -p, else stdin lines)
+  std::string system_prompt;   // -sys
+  std::string chat_template;   // --chat-template llama3|chatml|qwen3 (default: from the model)
 };
+
+struct TokenizeOptions {
+  std::string model_path;      // -m
+  std::string prompt;          // -p
+  std::string prompt_file;     // -f
+  bool ids_only = false;       // --ids
+  bool no_bos = false;         // --no-bos: do not add BOS/EOS
+  bool no_parse_special = false;  // --no-parse-special: control-token texts stay plain text
+};
+int run_tokenize(const TokenizeOptions& options);
 int run_generate(const GenerateOptions& options);
 
 struct LogitsOptions {

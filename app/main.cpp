@@ -63,6 +63,18 @@ int main(int argc, char** argv) {
   generate->add_option("--kv-budget", gen.kv_budget, "tokens kept per KV head, window included");
   generate->add_option("--compression-ratio", gen.compression_ratio, "fraction of the prompt's tokens removed (kvpress)");
   generate->add_flag("--compress-chunks", gen.compress_each_chunk, "compress after every prefill chunk (bounded memory)");
+  generate->add_flag("--conversation", gen.conversation, "chat with the model's template: -p is one user turn, else one turn per stdin line (-cnv)");
+  generate->add_option("--system-prompt", gen.system_prompt, "system message in conversation mode (-sys)");
+  generate->add_option("--chat-template", gen.chat_template, "override the model's template: llama3 | chatml | qwen3");
+
+  TokenizeOptions tk;
+  auto* tokenize = app.add_subcommand("tokenize", "print the token ids and pieces of a text");
+  tokenize->add_option("-m,--model", tk.model_path, "GGUF model file (default: $MOMENTKV_MODEL or ../shared/assets/stories260K.gguf)");
+  tokenize->add_option("-p,--prompt", tk.prompt, "text");
+  tokenize->add_option("-f,--file", tk.prompt_file, "read the text from a file");
+  tokenize->add_flag("--ids", tk.ids_only, "print only the ids, as a JSON array");
+  tokenize->add_flag("--no-bos", tk.no_bos, "do not add BOS/EOS");
+  tokenize->add_flag("--no-parse-special", tk.no_parse_special, "treat control-token texts as plain text");
 
   LogitsOptions lg;
   auto* logits = app.add_subcommand("logits", "write the logits of every position of a token list (float32)");
@@ -193,6 +205,7 @@ int main(int argc, char** argv) {
     if (logits->parsed()) return run_logits(lg);
     if (make_model->parsed()) return run_make_model(mm);
     if (kl_cmd->parsed()) return run_kl(kl);
+    if (tokenize->parsed()) return run_tokenize(tk);
     if (fidelity_cmd->parsed()) return run_fidelity(fid);
     if (eval_ruler->parsed()) return run_eval_ruler(er);
     if (eval_longbench->parsed()) return run_eval_longbench(elb);

@@ -15,6 +15,8 @@ std::filesystem::path executable_dir() {
   return ec ? std::filesystem::path(".") : exe.parent_path();
 }
 
+}  // namespace
+
 // -m, else $MOMENTKV_MODEL, else stories260K in the shared assets.
 std::string resolve_model_path(const std::string& flag) {
   if (!flag.empty()) return flag;
@@ -24,8 +26,6 @@ std::string resolve_model_path(const std::string& flag) {
        "or set MOMENTKV_MODEL (stories260K.gguf is published in Hugging Face's ggml-org/models, "
        "tinyllamas/stories260K.gguf)");
 }
-
-}  // namespace
 
 std::string find_shared_asset(const std::string& relative) {
   if (const char* env = std::getenv("MOMENTKV_ASSETS"); env && *env) {

@@ -92,8 +92,14 @@ RulerEvalSummary run_ruler_eval(Transformer& model, const Tokenizer& tokenizer, 
       rc.essay_paths = config.essays;
       rc.count_tokens = count;
       rc.render_prompt = render;
-      ruler::RulerGenerator generator(rc);
-      TaskData d{task, generator.generate(), generator.spec().tokens_to_generate};
+      TaskData d{task, {}, 128};
+      try {
+        ruler::RulerGenerator generator(rc);
+        d.samples = generator.generate();
+        d.tokens_to_generate = generator.spec().tokens_to_generate;
+      } catch (const MkvError& e) {
+        fail("RULER task {} at --length {}: {}", task, config.length, e.what());
+      }
       ruler::write_validation_jsonl(config.output_dir / "data", task, d.samples);
       data.push_back(std::move(d));
     }
@@ -132,6 +138,17 @@ RulerEvalSummary run_ruler_eval(Transformer& model, const Tokenizer& tokenizer, 
     }
     summary.run_dirs.push_back(run.dir);
     runs.push_back(std::move(run));
+  }
+
+  // Every prompt must fit the context (checked before any work: the longest input of each task).
+  const int64_t n_ctx = config.generator.n_ctx > 0 ? config.generator.n_ctx : model.config().context_length;
+  for (const auto& d : data) {
+    const ruler::RulerSample* longest = nullptr;
+    for (const auto& s : d.samples)
+      if (!longest || s.input.size() > longest->input.size()) longest = &s;
+    const int64_t tokens = count(render(longest->input, longest->answer_prefix));
+    MKV_CHECK(tokens < n_ctx, "task {} sample {}: prompt of {} tokens does not fit the context of {} (raise -c)",
+              d.task, longest->index, tokens, n_ctx);
   }
 
   ProgressBar bar("ruler", total, already);

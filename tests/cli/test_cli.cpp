@@ -7,46 +7,20 @@
 #include <string>
 #include <sys/wait.h>
 
+#include "cli/cli_runner.h"
 #include "support/test_support.h"
 
 namespace mkv {
 namespace {
 
-struct RunResult {
-  int exit_code = -1;
-  std::string stdout_text;
-  std::string stderr_text;
-};
+using test::expect_one_line_error;
 
-// Runs momentkv with `args` (a shell-quoted string), capturing stdout and stderr.
-RunResult run_cli(const std::string& args) {
-  const auto dir = test::temp_dir();
-  const auto err_path = dir / "stderr.txt";
-  const std::string command = std::string(MOMENTKV_BIN) + " " + args + " 2>" + err_path.string();
-  RunResult r;
-  std::FILE* pipe = popen(command.c_str(), "r");
-  if (!pipe) return r;
-  std::array<char, 4096> buf{};
-  std::size_t n;
-  while ((n = std::fread(buf.data(), 1, buf.size(), pipe)) > 0) r.stdout_text.append(buf.data(), n);
-  const int status = pclose(pipe);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.stderr_text = test::read_file(err_path);
-  return r;
-}
+test::CliResult run_cli(const std::string& args) { return test::run_momentkv(args); }
 
 std::string stories_model() {
   auto assets = test::shared_assets();
   if (!assets || !std::filesystem::exists(*assets / "stories260K.gguf")) return "";
   return (*assets / "stories260K.gguf").string();
-}
-
-// A failing command prints exactly one line starting with "error:" and exits non-zero.
-void expect_one_line_error(const RunResult& r, const std::string& fragment) {
-  EXPECT_NE(r.exit_code, 0);
-  EXPECT_EQ(r.stderr_text.rfind("error: ", 0), 0u) << r.stderr_text;
-  EXPECT_EQ(std::count(r.stderr_text.begin(), r.stderr_text.end(), '\n'), 1) << r.stderr_text;
-  EXPECT_NE(r.stderr_text.find(fragment), std::string::npos) << r.stderr_text;
 }
 
 TEST(Cli, UnknownSubcommandAndFlagsAreOneLineErrors) {
@@ -79,19 +53,19 @@ TEST(Cli, BadValuesAreRejected) {
 TEST(Cli, GreedyGenerationOfStories260K) {
   const std::string model = stories_model();
   if (model.empty()) GTEST_SKIP() << "shared asset 'stories260K.gguf' not found";
-  const RunResult r = run_cli("generate -m " + model + " -p 'Once upon a time' -n 24 --temp 0");
-  ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
+  const test::CliResult r = run_cli("generate -m " + model + " -p 'Once upon a time' -n 24 --temp 0");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
   // The float64 reference's greedy continuation of this prompt starts like this.
-  EXPECT_EQ(r.stdout_text.rfind("Once upon a time, there was a little", 0), 0u) << r.stdout_text;
-  EXPECT_NE(r.stderr_text.find("tok/s"), std::string::npos) << r.stderr_text;
+  EXPECT_EQ(r.out.rfind("Once upon a time, there was a little", 0), 0u) << r.out;
+  EXPECT_NE(r.err.find("tok/s"), std::string::npos) << r.err;
 }
 
 TEST(Cli, LogitsFileHasOneRowPerToken) {
   const std::string model = stories_model();
   if (model.empty()) GTEST_SKIP() << "shared asset 'stories260K.gguf' not found";
   const auto out = test::temp_dir() / "logits.f32";
-  const RunResult r = run_cli("logits -m " + model + " --tokens 1,403,407,261 -o " + out.string());
-  ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
+  const test::CliResult r = run_cli("logits -m " + model + " --tokens 1,403,407,261 -o " + out.string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(std::filesystem::file_size(out), 4u * 512u * sizeof(float));
   // Row 0 is the prediction after BOS; the reference's top-1 there is token 403 with logit 17.02352.
   std::ifstream in(out, std::ios::binary);

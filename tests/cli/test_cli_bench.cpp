@@ -9,30 +9,15 @@
 #include <string>
 #include <sys/wait.h>
 
+#include "cli/cli_runner.h"
 #include "support/test_support.h"
 
 namespace mkv {
 namespace {
 
-struct BenchRun {
-  int exit_code = -1;
-  std::string out, err;
-};
-
-BenchRun run_momentkv(const std::string& args) {
-  const auto err_path = test::temp_dir() / "bench_stderr.txt";
-  const std::string command = std::string(MOMENTKV_BIN) + " " + args + " 2>" + err_path.string();
-  BenchRun r;
-  std::FILE* pipe = popen(command.c_str(), "r");
-  if (!pipe) return r;
-  std::array<char, 4096> buf{};
-  std::size_t n;
-  while ((n = std::fread(buf.data(), 1, buf.size(), pipe)) > 0) r.out.append(buf.data(), n);
-  const int status = pclose(pipe);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.err = test::read_file(err_path);
-  return r;
-}
+using test::expect_one_line_error;
+using test::run_momentkv;
+using BenchRun = test::CliResult;
 
 // A tiny random model, written once per test binary run.
 const std::string& tiny_model() {
@@ -45,12 +30,6 @@ const std::string& tiny_model() {
   return path;
 }
 
-void expect_one_line_error(const BenchRun& r, const std::string& fragment) {
-  EXPECT_NE(r.exit_code, 0);
-  EXPECT_EQ(r.err.rfind("error: ", 0), 0u) << r.err;
-  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
-  EXPECT_NE(r.err.find(fragment), std::string::npos) << r.err;
-}
 
 TEST(CliBench, MarkdownTableHasOneRowPerTest) {
   const BenchRun r = run_momentkv("bench -m " + tiny_model() + " -p 16 -n 4 -d 0,8 -r 2 -t 1 --no-probe");

@@ -6,40 +6,20 @@
 #include <fstream>
 #include <string>
 #include <sys/wait.h>
+#include <unistd.h>
 
+#include "cli/cli_runner.h"
 #include "support/test_support.h"
 
 namespace mkv {
 namespace {
 namespace fs = std::filesystem;
 
-struct EvalRun {
-  int exit_code = -1;
-  std::string out, err;
-};
+using EvalRun = test::CliResult;
 
-EvalRun momentkv(const std::string& args) {
-  const auto dir = test::temp_dir();
-  const auto err_path = dir / "stderr.txt";
-  const std::string command = std::string(MOMENTKV_BIN) + " " + args + " 2>" + err_path.string();
-  EvalRun r;
-  std::FILE* pipe = popen(command.c_str(), "r");
-  if (!pipe) return r;
-  std::array<char, 4096> buf{};
-  std::size_t n;
-  while ((n = std::fread(buf.data(), 1, buf.size(), pipe)) > 0) r.out.append(buf.data(), n);
-  const int status = pclose(pipe);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.err = test::read_file(err_path);
-  return r;
-}
+EvalRun momentkv(const std::string& args) { return test::run_momentkv(args); }
 
-void expect_error(const EvalRun& r, const std::string& fragment) {
-  EXPECT_NE(r.exit_code, 0);
-  EXPECT_EQ(r.err.rfind("error: ", 0), 0u) << r.err;
-  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
-  EXPECT_NE(r.err.find(fragment), std::string::npos) << r.err;
-}
+void expect_error(const EvalRun& r, const std::string& fragment) { test::expect_one_line_error(r, fragment); }
 
 std::string model_flag() {
   auto assets = test::shared_assets();

@@ -46,8 +46,9 @@ TEST(Llama2cImport, Stories260KMatchesThePublishedGgufByteForByte) {
   EXPECT_EQ(converted.get_float_array("tokenizer.ggml.scores"), reference.get_float_array("tokenizer.ggml.scores"));
   EXPECT_EQ(converted.get_int_array("tokenizer.ggml.token_type"), reference.get_int_array("tokenizer.ggml.token_type"));
   for (const auto& [key, value] : reference.metadata())
-    if (value.type != GgufValueType::ARRAY && value.type != GgufValueType::STRING)
+    if (value.type != GgufValueType::ARRAY && value.type != GgufValueType::STRING) {
       EXPECT_EQ(converted.get_float(key), reference.get_float(key)) << key;
+    }
 
   const std::vector<int32_t> ids = {1, 403, 407, 261, 378, 426, 338, 286, 399, 393};
   EXPECT_EQ(all_logits(converted, ids), all_logits(reference, ids));

@@ -21,7 +21,7 @@ namespace mkv {
 namespace {
 namespace fs = std::filesystem;
 
-class Stories : public ::testing::Test {
+class EvalRunnerStories : public ::testing::Test {
  protected:
   void SetUp() override {
     auto assets = test::shared_assets();
@@ -39,7 +39,7 @@ class Stories : public ::testing::Test {
 
 std::string slurp(const fs::path& p) { return test::read_file(p); }
 
-TEST_F(Stories, FidelityStructure) {
+TEST_F(EvalRunnerStories, FidelityStructure) {
   const std::string text = slurp(assets_ / "text/tinystories_val.txt");
   FidelityConfig config;
   config.presses = {"streaming_llm", "snapkv", "momentkv"};
@@ -120,7 +120,7 @@ eval::RulerEvalConfig tiny_ruler(const fs::path& assets, const fs::path& out) {
 
 std::string pred_file(const fs::path& run, const std::string& task) { return slurp(run / "pred" / (task + ".jsonl")); }
 
-TEST_F(Stories, RulerRunLayoutAndResume) {
+TEST_F(EvalRunnerStories, RulerRunLayoutAndResume) {
   const fs::path dir = test::temp_dir();
   std::ostringstream log;
   // Uninterrupted.
@@ -170,7 +170,7 @@ TEST_F(Stories, RulerRunLayoutAndResume) {
   EXPECT_TRUE(fs::exists(dir / "c/snapkv_L64_shard1of2/summary.csv"));
 }
 
-TEST_F(Stories, RulerExistingFileAndKvpressProtocol) {
+TEST_F(EvalRunnerStories, RulerExistingFileAndKvpressProtocol) {
   const fs::path dir = test::temp_dir();
   // A tiny RULER-format file (old style: answer prefix inside input).
   {
@@ -243,7 +243,7 @@ eval::LongBenchEvalConfig tiny_longbench(const fs::path& dir, const fs::path& ou
   return c;
 }
 
-TEST_F(Stories, LongBenchRunLayoutAndResume) {
+TEST_F(EvalRunnerStories, LongBenchRunLayoutAndResume) {
   const fs::path dir = test::temp_dir();
   write_longbench_fixture(dir);
   std::ostringstream log;
@@ -268,7 +268,7 @@ TEST_F(Stories, LongBenchRunLayoutAndResume) {
     EXPECT_EQ(slurp(run / d), slurp(dir / "b/snapkv_L16/pred/stories260K" / d)) << d;
 }
 
-TEST_F(Stories, LongBenchErrors) {
+TEST_F(EvalRunnerStories, LongBenchErrors) {
   const fs::path dir = test::temp_dir();
   write_longbench_fixture(dir);
   std::ostringstream log;

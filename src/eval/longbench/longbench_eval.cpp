@@ -117,6 +117,7 @@ LongBenchEvalSummary run_longbench_eval(Transformer& model, const Tokenizer& tok
                                         const LongBenchEvalConfig& config, std::ostream& log) {
   MKV_CHECK(!config.settings.empty(), "no press to run");
   MKV_CHECK(!config.output_dir.empty(), "-o DIR is required");
+  MKV_CHECK(fs::exists(config.data), "--data: '{}' does not exist", config.data.string());
   const json prompts = read_json(config.dataset2prompt, "--dataset2prompt");
   const json maxlens = read_json(config.dataset2maxlen, "--dataset2maxlen");
   MKV_CHECK(prompts.is_object(), "--dataset2prompt: '{}' must map dataset to template", config.dataset2prompt.string());
@@ -161,6 +162,8 @@ LongBenchEvalSummary run_longbench_eval(Transformer& model, const Tokenizer& tok
   }
   const int context_length = config.generator.n_ctx > 0 ? config.generator.n_ctx : model.config().context_length;
 
+  MKV_CHECK(config.max_length < context_length, "--max-length {} does not fit the context of {} (raise -c)",
+            config.max_length, context_length);
   struct Run {
     fs::path dir;
     std::vector<std::unique_ptr<ResultsStore>> stores;
