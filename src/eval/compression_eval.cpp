@@ -12,6 +12,7 @@ namespace {
 
 // One press configuration to run: spec with NC fixed, nominal budget, retained-token budget.
 struct Setting {
+  std::string label;  // the press as the user gave it
   std::string spec;
   bool nc;
   int32_t budget;
@@ -41,7 +42,7 @@ std::vector<Setting> expand_settings(const CompressionEvalConfig& config, const 
           token_budget = budget - static_cast<int32_t>(std::ceil(stats));
           if (token_budget < 1) continue;  // the statistics alone exceed the budget
         }
-        settings.push_back({spec, nc, budget, token_budget});
+        settings.push_back({press, spec, nc, budget, token_budget});
       }
     }
   }
@@ -77,7 +78,7 @@ std::vector<CompressionEvalRow> run_compression_eval(Transformer& model,
   for (std::size_t i = 0; i < settings.size(); ++i) {
     auto press = make_press(settings[i].spec, Budget{settings[i].token_budget, 0.0});
     rows[i].press = press->spec();
-    rows[i].name = settings[i].spec.substr(0, settings[i].spec.find(':'));
+    rows[i].name = settings[i].label;
     rows[i].nc = settings[i].nc;
     rows[i].budget = settings[i].budget;
     rows[i].token_budget = settings[i].token_budget;

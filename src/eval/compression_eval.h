@@ -27,7 +27,7 @@ struct CompressionEvalConfig {
 
 struct CompressionEvalRow {
   std::string press;          // canonical spec as run (budget, nc, ... spelled out)
-  std::string name;           // press name
+  std::string name;           // the press as given (e.g. "momentkv:variant=paper")
   bool nc = false;
   int32_t budget = 0;         // the nominal L of the row (equal-bytes rows: retained tokens + statistics)
   int32_t token_budget = 0;   // tokens actually retained per head
