@@ -6,7 +6,7 @@ whitespace and adds a dummy prefix, joining sentences with single spaces tokeniz
 concatenation of their ids, so a sample's ids equal what the engine produces for its text."""
 import random
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import sentencepiece as spm
 
@@ -52,8 +52,6 @@ def question_all(kind, key):
 class Sample:
     ids: list                # BOS first
     answer_mask: list        # 1 where the id is part of an answer
-    answers: list = field(default_factory=list)  # [(text, first answer index in ids)]
-    depth: float = 0.0       # relative position of the (first) asked needle in the context
 
 
 class Corpus:
@@ -101,10 +99,12 @@ class TaskGenerator:
 
     @staticmethod
     def random_keys(rng, n):
-        keys = set()
+        keys = []  # a list, not a set: a set's order depends on PYTHONHASHSEED
         while len(keys) < n:
-            keys.add(f"{rng.choice(ADJECTIVES)}-{rng.choice(NOUNS)}")
-        return list(keys)
+            key = f"{rng.choice(ADJECTIVES)}-{rng.choice(NOUNS)}"
+            if key not in keys:
+                keys.append(key)
+        return keys
 
     @staticmethod
     def random_kind(rng):
@@ -125,13 +125,13 @@ class TaskGenerator:
         facts = [(k, self.random_value(rng, kind)) for k in keys]
         if task == "multivalue":
             facts = [(keys[0], self.random_value(rng, kind)) for _ in range(rng.randint(2, 3))]
-            asked, target = [(question_all(kind, keys[0]), " " + ", ".join(v for _, v in facts) + ".")], 0
+            asked = [(question_all(kind, keys[0]), " " + ", ".join(v for _, v in facts) + ".")]
         else:
             n_asked = rng.randint(2, n_needles) if task == "multiquery" else 1
             picked = rng.sample(range(n_needles), n_asked)
-            asked, target = [(question(kind, facts[i][0]), f" {facts[i][1]}.") for i in picked], picked[0]
+            asked = [(question(kind, facts[i][0]), f" {facts[i][1]}.") for i in picked]
         inserts = [needle(kind, k, v) for k, v in facts]
-        return self.assemble(rng, length, inserts, asked, target)
+        return self.assemble(rng, length, inserts, asked)
 
     def variable_tracking(self, rng, length):
         value = str(rng.randrange(10_000, 100_000))
@@ -143,12 +143,11 @@ class TaskGenerator:
         inserts = [f"VAR {names[0]} = {value}."] + [f"VAR {b} = VAR {a}." for a, b in zip(names, names[1:])]
         asked = [(f"Find all variables that are assigned the value {value} in the text above. They are:",
                   " " + " ".join(names) + ".")]
-        return self.assemble(rng, length, inserts, asked, target=0)
+        return self.assemble(rng, length, inserts, asked)
 
-    def assemble(self, rng, length, inserts, asked, target):
+    def assemble(self, rng, length, inserts, asked):
         """Hides `inserts` in order at random sentence boundaries of a haystack, then appends the
-        questions with their answers; pads to `length` with story text after the last answer.
-        The sample's depth is that of inserts[target]."""
+        questions with their answers; pads to `length` with story text after the last answer."""
         insert_ids = [self.corpus.encode(s) for s in inserts]
         qa_ids = [(self.corpus.encode(q), self.corpus.encode(q + a)) for q, a in asked]
         tail = sum(len(full) for _, full in qa_ids)
@@ -162,15 +161,12 @@ class TaskGenerator:
             pieces.insert(slot + offset, ids)
         ids = [BOS] + [t for p in pieces for t in p]
         mask = [0] * len(ids)
-        depth = slots[target] / max(len(hay), 1)
-        answers = []
         for (q, a), (q_ids, full_ids) in zip(asked, qa_ids):
             assert full_ids[:len(q_ids)] == q_ids, (q, a)
-            answers.append((a, len(ids) + len(q_ids)))
             mask += [0] * len(q_ids) + [1] * (len(full_ids) - len(q_ids))
             ids += full_ids
         if len(ids) < length:
             _, pad = self.corpus.haystack(rng, length - len(ids))
             ids += [t for s in pad for t in s]
         ids, mask = ids[:length], (mask + [0] * length)[:length]
-        return Sample(ids, mask, answers, depth)
+        return Sample(ids, mask)
