@@ -43,7 +43,7 @@ void add_model_flags(CLI::App& cmd, ModelOptions& m) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"momentkv: long-context LLM inference on a fixed KV-cache budget"};
+  CLI::App app{"momentkv: long-context LLM inference on a fixed KV-cache budget", "momentkv"};
   app.require_subcommand(1);
 
   GenerateOptions gen;
