@@ -80,7 +80,9 @@ TEST_P(PressesOnStories, RunsAndHoldsExactlyItsBudget) {
     int64_t total = 0;
     for (int32_t length : snapshot_lengths_) {
       total += length;
-      if (GetParam().allocation == Allocation::Uniform) EXPECT_EQ(length, budget) << press->spec();
+      if (GetParam().allocation == Allocation::Uniform) {
+        EXPECT_EQ(length, budget) << press->spec();
+      }
     }
     // Every allocation keeps budget × heads rows in total (PyramidKV up to one row per head of rounding).
     const int64_t slack = GetParam().allocation == Allocation::PerLayer ? heads : 0;
