@@ -9,31 +9,13 @@
 #include <sstream>
 
 #include "commands.h"
+#include "eval/runner/generation.h"
 #include "core/error.h"
 #include "core/progress.h"
 #include "eval/fidelity.h"
 
 namespace mkv::cli {
 namespace {
-
-std::vector<int32_t> fidelity_budgets(const std::string& text) {
-  std::vector<int32_t> budgets;
-  std::stringstream in(text);
-  std::string item;
-  while (std::getline(in, item, ',')) {
-    std::size_t used = 0;
-    int value = 0;
-    try {
-      value = std::stoi(item, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    MKV_CHECK(used == item.size() && value > 0, "--budgets: '{}' is not a positive token count", item);
-    budgets.push_back(value);
-  }
-  MKV_CHECK(!budgets.empty(), "--budgets: give at least one budget, e.g. 16,32,64");
-  return budgets;
-}
 
 void write_file(const std::filesystem::path& path, const std::string& text) {
   std::ofstream file(path, std::ios::binary);
@@ -54,7 +36,7 @@ int run_fidelity(const FidelityOptions& o) {
   config.presses = o.presses.empty()
                        ? std::vector<std::string>{"streaming_llm", "h2o", "snapkv", "pyramidkv", "adakv", "momentkv"}
                        : o.presses;
-  config.budgets = fidelity_budgets(o.budgets);
+  config.budgets = eval::parse_budget_list(o.budgets, "--budgets");
   config.prompt_tokens = o.prompt_tokens;
   config.continuation_tokens = o.continuation_tokens;
   config.model_output = !o.no_output_metrics;

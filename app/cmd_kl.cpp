@@ -7,31 +7,13 @@
 #include <sstream>
 
 #include "commands.h"
+#include "eval/runner/generation.h"
 #include "core/error.h"
 #include "core/progress.h"
 #include "eval/compression_eval.h"
 
 namespace mkv::cli {
 namespace {
-
-std::vector<int32_t> parse_budgets(const std::string& text) {
-  std::vector<int32_t> budgets;
-  std::stringstream in(text);
-  std::string item;
-  while (std::getline(in, item, ',')) {
-    std::size_t used = 0;
-    int value = 0;
-    try {
-      value = std::stoi(item, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    MKV_CHECK(used == item.size() && value > 0, "--budgets: '{}' is not a positive token count", item);
-    budgets.push_back(value);
-  }
-  MKV_CHECK(!budgets.empty(), "--budgets: give at least one budget, e.g. 16,32,64");
-  return budgets;
-}
 
 NcMode parse_nc(const std::string& text) {
   if (text == "both") return NcMode::Both;
@@ -68,7 +50,7 @@ int run_kl(const KlOptions& o) {
   config.presses = o.presses.empty()
                        ? std::vector<std::string>{"streaming_llm", "h2o", "snapkv", "pyramidkv", "adakv", "momentkv"}
                        : o.presses;
-  config.budgets = parse_budgets(o.budgets);
+  config.budgets = eval::parse_budget_list(o.budgets, "--budgets");
   config.nc = parse_nc(o.nc);
   config.equal_bytes = o.equal_bytes;
   config.prompt_tokens = o.prompt_tokens;
