@@ -145,7 +145,10 @@ BenchResult run_bench(Transformer& model, const ModelFootprint& footprint, const
   double var = 0.0;
   for (double v : r.tokens_per_s) var += (v - r.mean_tps) * (v - r.mean_tps);
   r.std_tps = n > 1 ? std::sqrt(var / (n - 1)) : 0.0;
-  r.bytes_per_token = footprint.weight_bytes_per_token + kv_sum / n;
+  // A prompt reads the weights once per micro-batch, a generated token once per token.
+  const double weight_passes_per_token =
+      test.n_prompt > 0 ? std::ceil(double(test.n_prompt) / so.ubatch) / test.n_prompt : 1.0;
+  r.bytes_per_token = footprint.weight_bytes_per_token * weight_passes_per_token + kv_sum / n;
   r.flops_per_token = 2.0 * footprint.matmul_params + af_sum / n;
   r.kv_bytes_held = session.cache().bytes_held();
   r.kv_rows_held = session.cache().total_tokens();

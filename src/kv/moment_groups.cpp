@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "core/error.h"
+#include "ops/vec.h"
 
 namespace mkv {
 
@@ -20,17 +21,32 @@ double sq_distance(const float* x, const double* c, int d) {
   return s;
 }
 
-// Index of the centroid (among `used`) nearest to x; centroids (G, d).
-int nearest(const float* x, const std::vector<double>& centroids, const std::vector<bool>& used, int d) {
-  int best = -1;
-  double best_d = std::numeric_limits<double>::infinity();
-  for (int g = 0; g < int(used.size()); ++g) {
-    if (!used[g]) continue;
-    const double dist = sq_distance(x, &centroids[std::size_t(g) * d], d);
-    if (dist < best_d) best_d = dist, best = g;
+// Float copies of the centroids for the Lloyd assignment, which only needs an argmin:
+// argmin_g ‖x − c_g‖² = argmin_g (‖c_g‖² − 2 x·c_g), one vectorised dot product per centroid.
+class CentroidTable {
+ public:
+  CentroidTable(const std::vector<double>& centroids, const std::vector<bool>& used, int d)
+      : d_(d), c_(centroids.begin(), centroids.end()), norm_(used.size()) {
+    for (std::size_t g = 0; g < used.size(); ++g)
+      norm_[g] = used[g] ? vec_dot(&c_[g * d], &c_[g * d], d) : std::numeric_limits<float>::infinity();
   }
-  return best;
-}
+  // Index of the used centroid nearest to x (d values).
+  int nearest(const float* x) const {
+    int best = 0;
+    float best_score = std::numeric_limits<float>::infinity();
+    for (int g = 0; g < int(norm_.size()); ++g) {
+      if (norm_[g] == std::numeric_limits<float>::infinity()) continue;
+      const float score = norm_[g] - 2.0f * vec_dot(x, &c_[std::size_t(g) * d_], d_);
+      if (score < best_score) best_score = score, best = g;
+    }
+    return best;
+  }
+
+ private:
+  int d_;
+  std::vector<float> c_;     // (G, d) centroids
+  std::vector<float> norm_;  // (G) ‖c_g‖², infinite for unused groups
+};
 
 }  // namespace
 
@@ -74,27 +90,31 @@ void MomentGroups::merge_rows(const float* keys, const float* values, int64_t m)
     used[g] = true;
     for (int a = 0; a < d_k_; ++a) centroids[std::size_t(g) * d_k_ + a] = groups_[g].key_mean()[a];
   }
-  for (int g = 0; g < n_groups; ++g) {  // farthest-point seeding of the empty groups
-    if (used[g]) continue;
-    int64_t seed = 0;
-    double farthest = -1.0;
-    for (int64_t i = 0; i < m; ++i) {
-      const int c = nearest(keys + i * d_k_, centroids, used, d_k_);
-      const double dist = c < 0 ? 0.0 : sq_distance(keys + i * d_k_, &centroids[std::size_t(c) * d_k_], d_k_);
-      if (dist > farthest) farthest = dist, seed = i;
-    }
-    const bool any_used = std::find(used.begin(), used.end(), true) != used.end();
-    if (any_used && farthest == 0.0) break;  // no distinct row left to seed with
+  // Farthest-point seeding of the empty groups. far[i]: squared distance from row i to its
+  // nearest chosen centroid (infinite while none is chosen), updated as each centroid is chosen.
+  std::vector<double> far(m, std::numeric_limits<double>::infinity());
+  auto choose = [&](int g) {
     used[g] = true;
+    for (int64_t i = 0; i < m; ++i)
+      far[i] = std::min(far[i], sq_distance(keys + i * d_k_, &centroids[std::size_t(g) * d_k_], d_k_));
+  };
+  for (int g = 0; g < n_groups; ++g)
+    if (used[g]) choose(g);
+  for (int g = 0; g < n_groups; ++g) {
+    if (used[g]) continue;
+    const int64_t seed = std::max_element(far.begin(), far.end()) - far.begin();  // first farthest row
+    if (far[seed] == 0.0) break;  // no distinct row left to seed with
     for (int a = 0; a < d_k_; ++a) centroids[std::size_t(g) * d_k_ + a] = keys[seed * d_k_ + a];
+    choose(g);
   }
 
   // Lloyd steps on the batch; a group's centroid also weighs its already-merged tokens.
   std::vector<int> assign(m, -1);  // (m) group of each row
   for (int step = 0; step < kLloydSteps; ++step) {
     bool changed = false;
+    const CentroidTable table(centroids, used, d_k_);
     for (int64_t i = 0; i < m; ++i) {
-      const int c = nearest(keys + i * d_k_, centroids, used, d_k_);
+      const int c = table.nearest(keys + i * d_k_);
       changed |= c != assign[i];
       assign[i] = c;
     }

@@ -58,9 +58,12 @@ void add_tile(const TileOperands& op) {
   F8 acc[R][T];
   for (auto& row : acc)
     for (auto& a : row) a = simd::f8_zero();
+  // Prefetch once per cache line of each row (blocks of F16/BF16/F32 are smaller than a line).
+  constexpr int64_t kBlocksPerPrefetch = std::max<int64_t>(1, 64 / Decoder::kBlockBytes);
   for (int64_t b = 0; b < op.n_blocks; ++b) {
     const float* x = op.x + b * Decoder::kBlockSize;
     for (int r = 0; r < R; ++r) {
+      if (b % kBlocksPerPrefetch == 0) simd::prefetch_ahead(op.w + r * op.w_stride + b * Decoder::kBlockBytes);
       Decoder::decode(op.w + r * op.w_stride + b * Decoder::kBlockBytes, [&](int g, F8 w) {
         for (int t = 0; t < T; ++t) acc[r][t] = simd::fmadd(w, simd::f8_load(x + t * op.x_stride + 8 * g), acc[r][t]);
       });

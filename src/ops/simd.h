@@ -11,6 +11,13 @@
 
 namespace mkv::simd {
 
+// How far ahead of the weight block being read the matrix kernels prefetch. Each weight row is
+// streamed from memory once per token, and the hardware prefetcher stops at 4 KiB page
+// boundaries; measured on the Llama-3.2-1B shape in Q8_0, one thread, int8 decode path: +25-35%
+// at 1.5-3 KiB, less at 512 B or 4 KiB.
+inline constexpr int kPrefetchBytes = 3072;
+inline void prefetch_ahead(const void* p) { __builtin_prefetch(static_cast<const char*>(p) + kPrefetchBytes); }
+
 #if MOMENTKV_NATIVE
 
 struct F8 {
@@ -40,6 +47,13 @@ inline float hsum(F8 a) {
   s = _mm_add_ps(s, _mm_movehl_ps(s, s));
   s = _mm_add_ss(s, _mm_movehdup_ps(s));
   return _mm_cvtss_f32(s);
+}
+
+// Lane k of the result = hsum(a[k]), for 8 vectors (a transpose-and-add in 10 shuffles and adds).
+inline F8 hsum8(const F8* a) {
+  const __m256 s0123 = _mm256_hadd_ps(_mm256_hadd_ps(a[0].v, a[1].v), _mm256_hadd_ps(a[2].v, a[3].v));
+  const __m256 s4567 = _mm256_hadd_ps(_mm256_hadd_ps(a[4].v, a[5].v), _mm256_hadd_ps(a[6].v, a[7].v));
+  return {_mm256_add_ps(_mm256_permute2f128_ps(s0123, s4567, 0x20), _mm256_permute2f128_ps(s0123, s4567, 0x31))};
 }
 
 inline I8 i8_set1(int32_t a) { return {_mm256_set1_epi32(a)}; }
@@ -103,6 +117,11 @@ inline F8 operator*(F8 a, F8 b) { return f8_map([&](int i) { return a.v[i] * b.v
 inline F8 fmadd(F8 a, F8 b, F8 c) { return f8_map([&](int i) { return a.v[i] * b.v[i] + c.v[i]; }); }
 inline float hsum(F8 a) {
   return ((a.v[0] + a.v[4]) + (a.v[2] + a.v[6])) + ((a.v[1] + a.v[5]) + (a.v[3] + a.v[7]));
+}
+
+inline F8 hsum8(const F8* a) {
+  return f8_map([a](int k) { return ((a[k].v[0] + a[k].v[1]) + (a[k].v[2] + a[k].v[3])) +
+                                    ((a[k].v[4] + a[k].v[5]) + (a[k].v[6] + a[k].v[7])); });
 }
 
 inline I8 i8_set1(int32_t a) { return i8_map([a](int) { return a; }); }

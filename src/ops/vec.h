@@ -19,6 +19,15 @@ void swiglu(float* gate, const float* up, int64_t n);
 // In-place softmax over n logits.
 void softmax(float* x, int n);
 
+// x[i] = exp(x[i] - shift) for i < n, in place; returns the sum of the results (float64
+// accumulation per lane). Native build: an 8-lane Cephes-style polynomial (within 2 ulp of
+// std::exp for arguments in [-87, 88]; smaller arguments give at most 1e-38 instead of 0);
+// scalar build: std::exp.
+double vec_exp_shifted(float* x, int n, float shift);
+
+// The largest of n > 0 values.
+float vec_max(const float* x, int n);
+
 // log Σ exp(x[i]) in float64 (stable).
 double log_sum_exp(const float* x, int n);
 

@@ -10,6 +10,7 @@
 #include "engine/session.h"
 #include "gguf/gguf_file.h"
 #include "model/transformer.h"
+#include "ops/matmul_int8.h"
 #include "support/test_support.h"
 
 namespace mkv {
@@ -67,9 +68,11 @@ class ArchGolden : public ::testing::TestWithParam<ArchCase> {
     model_ = std::make_unique<Transformer>(*file_, 128);
   }
 
-  // Logits of every position of `ids` (n, n_vocab).
-  std::vector<float> evaluate(const std::vector<int32_t>& ids) {
-    Session session(*model_, SessionOptions{});
+  // Logits of every position of `ids` (n, n_vocab), `ubatch` tokens per forward pass (0: all).
+  std::vector<float> evaluate(const std::vector<int32_t>& ids, int ubatch = 0) {
+    SessionOptions options;
+    options.ubatch = ubatch;
+    Session session(*model_, options);
     std::vector<float> logits(ids.size() * model_->config().n_vocab);
     session.evaluate(ids, logits.data());
     return logits;
@@ -98,6 +101,30 @@ TEST_P(ArchGolden, PromptLogitsMatchLlamaCppAndFloat64Reference) {
               GetParam().model.c_str(), GetParam().type.c_str(), vs_llamacpp.max_abs,
               entry_["tolerance"].get<double>(), vs_numpy.max_abs,
               entry_["numpy_tolerance_for_f32_engines"].get<double>());
+}
+
+// The opt-in integer decode path (8-bit activations, MatmulPrecision::Fast) changes the numerics
+// the way llama.cpp's own kernels do: one token per forward pass, so that every product takes it,
+// it must stay within the tolerance the golden files give llama.cpp.
+TEST_P(ArchGolden, FastDecodePathStaysWithinLlamaCppTolerance) {
+  const std::string& type = GetParam().type;
+  if (type != "Q8_0" && type != "Q4_0" && type != "Q4_1" && type != "Q5_0" && type != "Q5_1")
+    GTEST_SKIP() << type << " has no integer kernel (the float path serves it in both precisions)";
+  const MatmulPrecision saved = matmul_precision();
+  set_matmul_precision(MatmulPrecision::Fast);
+  const auto prompt = meta_["prompt"].get<std::vector<int32_t>>();
+  const std::vector<float> fast = evaluate(prompt, 1);
+  set_matmul_precision(saved);
+  const std::vector<float> exact = evaluate(prompt, 1);
+  const auto llamacpp = read_f32(dir_ / entry_["logits_file"].get<std::string>());
+  ASSERT_EQ(fast.size(), llamacpp.size());
+  const Diff vs_llamacpp = compare(fast, llamacpp), vs_exact = compare(fast, exact);
+  EXPECT_LE(vs_llamacpp.max_abs, entry_["tolerance"].get<double>());
+  EXPECT_LE(vs_llamacpp.rms, entry_["rms_tolerance"].get<double>());
+  EXPECT_GT(vs_exact.max_abs, 0.0) << "the integer path was not taken";
+  std::printf("%s %s fast path: max|Δ| vs llama.cpp %.3g (tol %.3g), vs our exact path %.3g\n",
+              GetParam().model.c_str(), type.c_str(), vs_llamacpp.max_abs, entry_["tolerance"].get<double>(),
+              vs_exact.max_abs);
 }
 
 // F32 files: greedy ids equal (every margin is reliable). Other types: teacher forcing on

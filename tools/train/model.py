@@ -4,6 +4,7 @@ pos * theta^(-2i/head_dim)), grouped-query attention, SwiGLU, classifier tied to
 
 Adjacent pairs are what the engine applies for arch "llama" to llama2.c weights, so the export
 writes wq/wk unpermuted (stories260K's GGUF tensors equal its .bin tensors)."""
+import math
 import struct
 from dataclasses import dataclass
 
@@ -130,6 +131,33 @@ class Llama(nn.Module):
         for layer in self.layers:
             x = layer(x, cos, sin, mask)
         return self.norm(x) @ self.tok_embeddings.weight.t()
+
+
+def seed_previous_token_head(model: Llama, pairs=6, strength=8.0):
+    """Initialises layer 0's query head 0 (and its KV head) to attend to the previous position.
+
+    Content-based copying needs a previous-token head feeding an induction head; without one the
+    copy loss gives the induction head no gradient, and tiny models sit on a long plateau. We
+    reserve the last embedding dimension as a constant feature (the same value for every token,
+    which shifts all tied-classifier logits equally), make q and k functions of it alone on the
+    `pairs` fastest RoPE frequencies, with k pre-rotated by one position, so that
+    q_t . k_s = strength^2 * sum_i cos((t - s - 1) theta_i), largest at s = t - 1. Training is
+    free to change all of it."""
+    c = model.c
+    with torch.no_grad():
+        emb = model.tok_embeddings.weight
+        emb[:, -1] = 0.1  # after RMSNorm about 4.6 for the default init (std 0.02)
+        const = (0.1 / (emb[:, :-1].pow(2).sum(1).mean() / c.dim + 0.01 / c.dim).sqrt()).item()
+        attention = model.layers[0].attention
+        hd = c.head_dim
+        freqs = 1.0 / c.rope_theta ** (torch.arange(0, hd, 2, dtype=torch.float64) / hd)
+        attention.wq.weight[:hd].zero_()
+        attention.wk.weight[:hd].zero_()
+        for i in range(pairs):
+            theta = freqs[i].item()
+            attention.wq.weight[2 * i, -1] = strength / const
+            attention.wk.weight[2 * i, -1] = strength * math.cos(theta) / const
+            attention.wk.weight[2 * i + 1, -1] = strength * math.sin(theta) / const
 
 
 def export_llama2c(model: Llama, path):

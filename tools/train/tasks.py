@@ -11,6 +11,8 @@ from dataclasses import dataclass
 import sentencepiece as spm
 
 BOS = 1
+VOCAB_SIZE = 512  # tok512; ids 0-2 are <unk>, <s>, </s>
+ANSWER, COPY = 1, 2  # answer_mask values
 ADJECTIVES = """able bright brave calm clever cold cosy curly dark eager early fancy fast fierce fluffy
 gentle giant golden green happy heavy hollow huge icy jolly kind large lazy little loud lucky merry
 mighty muddy narrow noisy odd old orange pink plain proud purple quick quiet rapid red rough round
@@ -35,23 +37,26 @@ def split_sentences(text):
 
 
 def needle(kind, key, value):
-    return f"One of the special magic {KINDS[kind]} for {key} is: {value}."
+    return f"The magic {kind} of {key} is {value}."
 
 
 def question(kind, key):
-    return (f"What is the special magic {kind} for {key} mentioned in the provided text? "
-            f"The special magic {kind} for {key} mentioned in the provided text is")
+    """The question ends with the same words that precede the value in the needle."""
+    return f"What is the magic {kind} of {key}? The magic {kind} of {key} is"
+
+
+def needle_of_many(kind, key, value):
+    return f"One of the magic {KINDS[kind]} of {key} is {value}."
 
 
 def question_all(kind, key):
-    return (f"What are all the special magic {KINDS[kind]} for {key} mentioned in the provided text? "
-            f"The special magic {KINDS[kind]} for {key} mentioned in the provided text are")
+    return f"What are all the magic {KINDS[kind]} of {key}? The magic {KINDS[kind]} of {key} are"
 
 
 @dataclass
 class Sample:
     ids: list                # BOS first
-    answer_mask: list        # 1 where the id is part of an answer
+    answer_mask: list        # ANSWER where the id answers a question, COPY inside a repeated span, else 0
 
 
 class Corpus:
@@ -81,13 +86,24 @@ class Corpus:
 
 
 class TaskGenerator:
-    """Builds samples of a target length; `rng` alone decides everything (seeded, reproducible)."""
+    """Builds samples of a target length; `rng` alone decides everything (seeded, reproducible).
 
-    TASKS = {"text": 0.10, "single": 0.25, "multikey": 0.25, "multiquery": 0.15,
-             "multivalue": 0.10, "vartrack": 0.15}
+    The retrieval signal is dense on purpose: a retrieval sample hides up to one needle per 64
+    tokens and asks most of them, either all after the haystack (RULER's layout) or each at a
+    random later point (short distances first teach the lookup); "repeat" samples copy a span of
+    the haystack further on and "random_repeat" samples repeat random-token strings, the
+    cheapest ways to grow induction (copying) heads."""
 
-    def __init__(self, corpus: Corpus):
+    TASKS = {"text": 0.10, "repeat": 0.10, "random_repeat": 0.20, "retrieval": 0.45, "multivalue": 0.075,
+             "vartrack": 0.075}
+
+    def __init__(self, corpus: Corpus, mix=None):
+        """mix: {task: weight} overriding TASKS (tasks left out are not drawn)."""
         self.corpus = corpus
+        self.mix = dict(mix) if mix else dict(self.TASKS)
+        unknown = set(self.mix) - set(self.TASKS)
+        if unknown:
+            raise ValueError(f"unknown task(s) {sorted(unknown)}; known: {sorted(self.TASKS)}")
 
     @staticmethod
     def random_value(rng, kind):
@@ -111,27 +127,62 @@ class TaskGenerator:
         return rng.choices(["number", "word", "code"], weights=[0.7, 0.15, 0.15])[0]
 
     def sample(self, rng, length, task=None):
-        task = task or rng.choices(list(self.TASKS), weights=list(self.TASKS.values()))[0]
+        task = task or rng.choices(list(self.mix), weights=list(self.mix.values()))[0]
         if task == "text":
             _, ids = self.corpus.haystack(rng, length)
             flat = [BOS] + [t for s in ids for t in s]
             return Sample(flat[:length], [0] * length)
-        if task == "vartrack":
-            return self.variable_tracking(rng, length)
+        return {"repeat": self.repeat, "random_repeat": self.random_repeat, "retrieval": self.retrieval, "multivalue": self.multivalue,
+                "vartrack": self.variable_tracking}[task](rng, length)
+
+    def repeat(self, rng, length):
+        """Story text in which a span of 16-128 tokens reappears later; the copy is the target."""
+        _, hay = self.corpus.haystack(rng, length)
+        ids = [BOS] + [t for s in hay for t in s]
+        span = rng.randint(16, max(16, min(128, length // 3)))
+        source = rng.randrange(1, max(2, length - 2 * span))
+        at = rng.randrange(source + span, max(source + span + 1, length - span))
+        ids = ids[:at] + ids[source:source + span] + ids[at:]
+        mask = [0] * (at + 1) + [COPY] * (span - 1) + [0] * len(ids)
+        return Sample(ids[:length], mask[:length])
+
+    def random_repeat(self, rng, length):
+        """Story text with pairs of identical random-token strings (8-32 ids); only copying can
+        predict a pair's second string, which is the target."""
+        _, hay = self.corpus.haystack(rng, length)
+        ids = [BOS] + [t for s in hay for t in s]
+        mask = [0] * len(ids)
+        for _ in range(rng.randint(1, max(1, length // 128))):
+            span = [rng.randrange(3, VOCAB_SIZE) for _ in range(rng.randint(8, 32))]
+            first, second = sorted(rng.randint(1, max(1, length - 2 * len(span))) for _ in range(2))
+            ids[second:second] = span
+            mask[second:second] = [0] + [COPY] * (len(span) - 1)
+            ids[first:first] = span
+            mask[first:first] = [0] * len(span)
+        return Sample(ids[:length], mask[:length])
+
+    def retrieval(self, rng, length):
         kind = self.random_kind(rng)
-        n_needles = {"single": 1, "multikey": rng.randint(2, 4), "multiquery": rng.randint(2, 4),
-                     "multivalue": 1}[task]
+        n_needles = rng.randint(1, max(1, min(12, length // 64)))
         keys = self.random_keys(rng, n_needles)
         facts = [(k, self.random_value(rng, kind)) for k in keys]
-        if task == "multivalue":
-            facts = [(keys[0], self.random_value(rng, kind)) for _ in range(rng.randint(2, 3))]
-            asked = [(question_all(kind, keys[0]), " " + ", ".join(v for _, v in facts) + ".")]
-        else:
-            n_asked = rng.randint(2, n_needles) if task == "multiquery" else 1
-            picked = rng.sample(range(n_needles), n_asked)
-            asked = [(question(kind, facts[i][0]), f" {facts[i][1]}.") for i in picked]
-        inserts = [needle(kind, k, v) for k, v in facts]
-        return self.assemble(rng, length, inserts, asked)
+        asked = rng.sample(range(n_needles), rng.randint((n_needles + 1) // 2, n_needles))
+        statements = [(needle(kind, k, v), None) for k, v in facts]
+        questions = {i: (question(kind, facts[i][0]), f" {facts[i][1]}.") for i in asked}
+        if rng.random() < 0.5:  # RULER layout: every question after the haystack
+            return self.assemble(rng, length, statements + [questions[i] for i in asked], len(asked))
+        items = list(statements)
+        for i in asked:  # each question somewhere after its needle
+            after = items.index(statements[i]) + 1
+            items.insert(rng.randint(after, len(items)), questions[i])
+        return self.assemble(rng, length, items, 0)
+
+    def multivalue(self, rng, length):
+        kind = self.random_kind(rng)
+        key = self.random_keys(rng, 1)[0]
+        values = [self.random_value(rng, kind) for _ in range(rng.randint(2, 3))]
+        items = [(needle_of_many(kind, key, v), None) for v in values]
+        return self.assemble(rng, length, items + [(question_all(kind, key), " " + ", ".join(values) + ".")], 1)
 
     def variable_tracking(self, rng, length):
         value = str(rng.randrange(10_000, 100_000))
@@ -140,33 +191,41 @@ class TaskGenerator:
             name = "".join(rng.choice(LETTERS) for _ in range(5))
             if name not in names:
                 names.append(name)
-        inserts = [f"VAR {names[0]} = {value}."] + [f"VAR {b} = VAR {a}." for a, b in zip(names, names[1:])]
-        asked = [(f"Find all variables that are assigned the value {value} in the text above. They are:",
-                  " " + " ".join(names) + ".")]
-        return self.assemble(rng, length, inserts, asked)
+        items = [(f"VAR {names[0]} = {value}.", None)] + [(f"VAR {b} = VAR {a}.", None) for a, b in zip(names, names[1:])]
+        asked = (f"Find all variables that are assigned the value {value} in the text above. They are:",
+                 " " + " ".join(names) + ".")
+        return self.assemble(rng, length, items + [asked], 1)
 
-    def assemble(self, rng, length, inserts, asked):
-        """Hides `inserts` in order at random sentence boundaries of a haystack, then appends the
-        questions with their answers; pads to `length` with story text after the last answer."""
-        insert_ids = [self.corpus.encode(s) for s in inserts]
-        qa_ids = [(self.corpus.encode(q), self.corpus.encode(q + a)) for q, a in asked]
-        tail = sum(len(full) for _, full in qa_ids)
-        budget = length - 1 - tail - sum(len(i) for i in insert_ids)
+    def assemble(self, rng, length, items, n_tail):
+        """`items` are (text, answer) pairs in order, answer None for a plain statement. All but the
+        last `n_tail` are hidden in order at random sentence boundaries of a haystack, the last
+        `n_tail` follow it; answer ids are marked ANSWER; story text pads the sample to `length`.
+        Items that do not fit in `length` are dropped from the end."""
+        encoded = []
+        for text, answer in items:
+            if answer is None:
+                ids = self.corpus.encode(text)
+                encoded.append((ids, [0] * len(ids)))
+            else:
+                q_ids, full_ids = self.corpus.encode(text), self.corpus.encode(text + answer)
+                assert full_ids[:len(q_ids)] == q_ids, (text, answer)
+                encoded.append((full_ids, [0] * len(q_ids) + [ANSWER] * (len(full_ids) - len(q_ids))))
+        while len(encoded) > 1 and sum(len(ids) for ids, _ in encoded) > length - 1:
+            encoded.pop()
+            n_tail = max(0, n_tail - 1)
+        hidden, tail = encoded[:len(encoded) - n_tail], encoded[len(encoded) - n_tail:]
+        budget = length - 1 - sum(len(ids) for ids, _ in encoded)
         _, hay = self.corpus.haystack(rng, max(budget, 1))
         while len(hay) > 1 and sum(map(len, hay)) > budget:
             hay.pop()
-        slots = sorted(rng.randint(0, len(hay)) for _ in inserts)
-        pieces = list(hay)
-        for offset, (slot, ids) in enumerate(zip(slots, insert_ids)):
-            pieces.insert(slot + offset, ids)
-        ids = [BOS] + [t for p in pieces for t in p]
-        mask = [0] * len(ids)
-        for (q, a), (q_ids, full_ids) in zip(asked, qa_ids):
-            assert full_ids[:len(q_ids)] == q_ids, (q, a)
-            mask += [0] * len(q_ids) + [1] * (len(full_ids) - len(q_ids))
-            ids += full_ids
+        pieces = [(s, [0] * len(s)) for s in hay]
+        slots = sorted(rng.randint(0, len(hay)) for _ in hidden)
+        for offset, (slot, item) in enumerate(zip(slots, hidden)):
+            pieces.insert(slot + offset, item)
+        pieces += tail
+        ids = [BOS] + [t for p, _ in pieces for t in p]
+        mask = [0] + [m for _, p in pieces for m in p]
         if len(ids) < length:
             _, pad = self.corpus.haystack(rng, length - len(ids))
             ids += [t for s in pad for t in s]
-        ids, mask = ids[:length], (mask + [0] * length)[:length]
-        return Sample(ids, mask)
+        return Sample(ids[:length], (mask + [0] * length)[:length])

@@ -19,7 +19,7 @@ import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from model import Llama, ModelConfig, export_llama2c  # noqa: E402
-from tasks import Corpus, TaskGenerator  # noqa: E402
+from tasks import ANSWER, Corpus, TaskGenerator  # noqa: E402
 
 ASSETS = os.environ.get("MOMENTKV_ASSETS", os.path.join(os.path.dirname(__file__), "../../../shared/assets"))
 
@@ -32,7 +32,9 @@ def parse_args():
     p.add_argument("--tokens-per-step", type=int, default=8192, help="batch size in tokens (batch = this / seq_len)")
     p.add_argument("--lr", type=float, default=3e-3)
     p.add_argument("--warmup", type=int, default=50)
-    p.add_argument("--answer-weight", type=float, default=1.0, help="weight of the mean answer-token loss")
+    p.add_argument("--answer-weight", type=float, default=1.0, help="weight of the mean loss over answers and copied spans")
+    p.add_argument("--mix", type=parse_mix, default=None,
+                   help="task weights, e.g. random_repeat:0.3,retrieval:0.5,text:0.2 (default: tasks.py TASKS)")
     p.add_argument("--seed", type=int, default=1234)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--checkpoint-every", type=int, default=50)
@@ -44,6 +46,11 @@ def parse_args():
     p.add_argument("--text", default=os.path.join(ASSETS, "text/tinystories_val.txt"))
     p.add_argument("--tokenizer-model", default=os.path.join(ASSETS, "tok512.model"))
     return p.parse_args()
+
+
+def parse_mix(spec):
+    """'retrieval:0.5,text:0.5' -> {'retrieval': 0.5, 'text': 0.5}"""
+    return {name: float(weight) for name, weight in (part.split(":") for part in spec.split(","))}
 
 
 def curriculum(spec):
@@ -70,19 +77,20 @@ def make_batch(generator, seed, step, seq_len, batch):
     rng = random.Random(seed * 1_000_003 + step)
     samples = [generator.sample(rng, seq_len + 1) for _ in range(batch)]
     ids = torch.tensor([s.ids for s in samples])
-    answer = torch.tensor([s.answer_mask for s in samples], dtype=torch.bool)
-    return ids[:, :-1], ids[:, 1:], answer[:, 1:]
+    mask = torch.tensor([s.answer_mask for s in samples])
+    return ids[:, :-1], ids[:, 1:], mask[:, 1:]
 
 
-def losses(model, inputs, targets, answer):
-    """Mean LM loss over non-answer targets and mean loss and exact-token accuracy over answers."""
+def losses(model, inputs, targets, mask):
+    """Mean LM loss over plain targets, mean loss over answer and copied-span targets, and the
+    exact-token accuracy over answers alone (the retrieval skill)."""
     logits = model(inputs)
     nll = F.cross_entropy(logits.flatten(0, 1), targets.flatten(), reduction="none").view_as(targets)
-    lm = nll[~answer].mean()
-    if not answer.any():
-        return lm, torch.zeros(()), float("nan")
-    accuracy = (logits.argmax(-1) == targets)[answer].float().mean().item()
-    return lm, nll[answer].mean(), accuracy
+    weighted, answer = mask > 0, mask == ANSWER
+    lm = nll[~weighted].mean()
+    extra = nll[weighted].mean() if weighted.any() else torch.zeros(())
+    accuracy = (logits.argmax(-1) == targets)[answer].float().mean().item() if answer.any() else float("nan")
+    return lm, extra, accuracy
 
 
 def save_checkpoint(path, model, optimizer, step, config):
@@ -114,7 +122,7 @@ def main():
     n_params = sum(p.numel() for p in model.parameters())
     print(f"model {asdict(config)}: {n_params:,} parameters; {total} steps {phases}", flush=True)
 
-    generator = TaskGenerator(Corpus(args.text, args.tokenizer_model, "train"))
+    generator = TaskGenerator(Corpus(args.text, args.tokenizer_model, "train"), args.mix)
     log = open(os.path.join(args.out, "train_log.tsv"), "a")
     if step == 0:
         log.write("step\tseq_len\tlr\tlm_loss\tanswer_loss\tanswer_acc\ttokens_per_s\telapsed_s\n")

@@ -7,10 +7,12 @@
 
 namespace mkv {
 
-// Adds weight · softmax(scale · q·k_j) over rows j < visible to acc (visible) .
-// keys: (≥ visible, d_k); logits: scratch, resized to visible.
-void add_attention(const float* q, const float* keys, int32_t visible, int d_k, float scale,
-                   float weight, float* acc, std::vector<float>& logits);
+// For each of nq queries (q + i * q_stride, d_k values) that sees the first visible[i] rows:
+// adds weight · softmax(scale · q_i·k_j) over rows j < visible[i] to acc[j].
+// keys: (≥ max visible, d_k) float32; acc: (≥ max visible); logits: scratch.
+// Each key row is read once per group of up to 8 queries.
+void add_attention(const float* q, int nq, int64_t q_stride, const int32_t* visible, const float* keys, int d_k,
+                   float scale, float weight, float* acc, std::vector<float>& logits);
 
 // Rows a query at position `position` may see: the count of rows with positions ≤ it
 // (positions strictly increasing, length n).

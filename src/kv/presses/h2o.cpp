@@ -23,10 +23,9 @@ void H2OScorer::observe(int layer, int n_tokens, const float* q, const int32_t* 
     sums.resize(view.length, 0.0);  // this batch's rows start at zero
     std::vector<float> attention(view.length), logits;  // (length) this batch's group mean
     for (int t = 0; t < n_tokens; ++t) {
-      const int32_t visible = visible_rows(view.positions, view.length, positions[t]);
-      for (int h = kv * group; h < (kv + 1) * group; ++h)
-        add_attention(q + (std::size_t(t) * g.n_heads + h) * g.head_dim_k, keys.data(), visible,
-                      g.head_dim_k, g.scale, 1.0f / float(group), attention.data(), logits);
+      const std::vector<int32_t> visible(group, visible_rows(view.positions, view.length, positions[t]));
+      add_attention(q + (std::size_t(t) * g.n_heads + kv * group) * g.head_dim_k, group, g.head_dim_k,
+                    visible.data(), keys.data(), g.head_dim_k, g.scale, 1.0f / float(group), attention.data(), logits);
     }
     for (int32_t j = 0; j < view.length; ++j) sums[j] += attention[j];
   }

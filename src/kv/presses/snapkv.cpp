@@ -47,13 +47,13 @@ void SnapKVScorer::score(const KvCache& cache, int layer, HeadScores& scores) {
     std::vector<float>& out = scores[kv];
     out.assign(length, 0.0f);
     std::vector<float> sums(length), logits;  // (length) one query head's column sums
+    std::vector<int32_t> visible(n_obs);        // (n_obs) rows each observed query sees
+    for (int t = 0; t < n_obs; ++t) visible[t] = visible_rows(view.positions, length, obs.positions[t]);
     for (int h = kv * group; h < (kv + 1) * group; ++h) {
       std::fill(sums.begin(), sums.end(), 0.0f);
-      for (int t = 0; t < n_obs; ++t) {
-        const float* q = &obs.q[(std::size_t(t) * g.n_heads + h) * g.head_dim_k];
-        const int32_t visible = visible_rows(view.positions, length, obs.positions[t]);
-        add_attention(q, keys.data(), visible, g.head_dim_k, g.scale, 1.0f, sums.data(), logits);
-      }
+      if (n_obs > 0)
+        add_attention(&obs.q[std::size_t(h) * g.head_dim_k], n_obs, int64_t(g.n_heads) * g.head_dim_k,
+                      visible.data(), keys.data(), g.head_dim_k, g.scale, 1.0f, sums.data(), logits);
       for (int32_t j = 0; j < prefix; ++j) {  // max-pool over the prefix, then group mean
         float pooled = sums[j];
         for (int32_t i = std::max(0, j - half); i <= std::min(prefix - 1, j + half); ++i)
