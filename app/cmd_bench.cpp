@@ -10,6 +10,7 @@
 
 #include "commands.h"
 #include "core/error.h"
+#include "core/int_list.h"
 #include "core/threading.h"
 #include "engine/bench.h"
 #include "kv/press_registry.h"
@@ -18,26 +19,6 @@
 
 namespace mkv::cli {
 namespace {
-
-std::vector<int> parse_int_list(const std::string& flag, const std::string& text, int min_value) {
-  std::vector<int> out;
-  std::stringstream in(text);
-  std::string item;
-  while (std::getline(in, item, ',')) {
-    std::size_t used = 0;
-    int v = 0;
-    try {
-      v = std::stoi(item, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    MKV_CHECK(used == item.size() && !item.empty(), "{} expects comma-separated integers, got '{}'", flag, text);
-    MKV_CHECK(v >= min_value, "{} values must be >= {}, got {}", flag, min_value, v);
-    out.push_back(v);
-  }
-  MKV_CHECK(!out.empty(), "{} expects comma-separated integers, got '{}'", flag, text);
-  return out;
-}
 
 std::string backend_name() {
   std::string b = MOMENTKV_NATIVE ? "CPU AVX2" : "CPU scalar";
@@ -77,10 +58,10 @@ int run_bench(const BenchOptions& o) {
             o.precision);
   MKV_CHECK(o.kv_budget >= 0, "--kv-budget must be >= 0, got {}", o.kv_budget);
   MKV_CHECK(o.kv_budget == 0 || !o.presses.empty(), "--kv-budget needs --press");
-  const std::vector<int> prompts = parse_int_list("-p", o.n_prompt, 0);
-  const std::vector<int> gens = parse_int_list("-n", o.n_gen, 0);
-  const std::vector<int> depths = parse_int_list("-d", o.depths, 0);
-  const std::vector<int> threads = parse_int_list("-t", o.threads, 1);
+  const std::vector<int> prompts = parse_int_list(o.n_prompt, "-p", 0);
+  const std::vector<int> gens = parse_int_list(o.n_gen, "-n", 0);
+  const std::vector<int> depths = parse_int_list(o.depths, "-d", 0);
+  const std::vector<int> threads = parse_int_list(o.threads, "-t", 1);
   std::vector<std::string> models = o.models;
   if (models.empty()) models.push_back("");
   for (const auto& m : models)
@@ -169,7 +150,9 @@ int run_bench(const BenchOptions& o) {
                                 {"bandwidth_fraction", probe.best_gbs > 0 ? b.gbs() / probe.best_gbs : 0.0},
                                 {"kv_row_bytes", b.kv_row_bytes},
                                 {"kv_bytes_held", b.kv_bytes_held},
-                                {"kv_rows_held", b.kv_rows_held}});
+                                {"kv_rows_held", b.kv_rows_held},
+                                {"depth_prefill_s", b.depth_prefill_s},
+                                {"depth_compress_s", b.depth_compress_s}});
     }
     if (rows.empty()) out["results"] = nlohmann::json::array();
     fmt::print("{}\n", out.dump(2));
@@ -203,6 +186,11 @@ int run_bench(const BenchOptions& o) {
     fmt::print("read bandwidth (STREAM-like probe, {} threads, {}): best {:.2f} GB/s, median {:.2f} GB/s; "
                "GB/s column = (weight + KV bytes read per token) x t/s, (%) = share of the best probe pass\n",
                probe.threads, size_text(static_cast<double>(probe.bytes)), probe.best_gbs, probe.median_gbs);
+  for (const Row& r : rows)
+    if (!r.press.empty() && r.result.depth_prefill_s > 0)
+      fmt::print("{}: compression after the {}-token prefill took {:.3f} s, {:.1f}% of that prefill ({:.1f} s)\n",
+                 test_label(r), r.result.test.depth, r.result.depth_compress_s,
+                 100.0 * r.result.depth_compress_s / r.result.depth_prefill_s, r.result.depth_prefill_s);
   if (!rows.empty())
     fmt::print("KV cache: {} bytes per row (one token of one KV head: key + value + position), {}; peak RSS {}\n",
                rows.front().result.kv_row_bytes, o.cache_type, size_text(static_cast<double>(rss)));

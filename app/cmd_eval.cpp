@@ -9,6 +9,7 @@
 
 #include "commands.h"
 #include "core/error.h"
+#include "core/int_list.h"
 #include "eval/longbench/longbench_eval.h"
 #include "eval/ruler_eval.h"
 
@@ -37,8 +38,20 @@ eval::GeneratorOptions generator_options(const EvalCommonOptions& o, const Loade
   return g;
 }
 
-std::string model_label(const LoadedModel& m) {
-  return std::filesystem::path(m.file->path()).stem().string();
+// Fills the fields every evaluation shares from the common flags; loads the model.
+LoadedModel fill_run_config(const EvalCommonOptions& o, eval::EvalRunConfig& c) {
+  c.settings = eval::expand_press_settings(o.presses.empty() ? std::vector<std::string>{"full"} : o.presses,
+                                           parse_int_list(o.budgets, "--budgets", 1));
+  c.protocol = eval::parse_protocol(o.protocol);
+  c.chat_template = o.chat_template;
+  MKV_CHECK(!o.output_dir.empty(), "-o DIR is required");
+  c.output_dir = o.output_dir;
+  c.shard = eval::ShardSpec::parse(o.shard);
+  c.max_samples = o.max_samples;
+  LoadedModel m = load_model(o.model);
+  c.generator = generator_options(o, m);
+  c.model_name = std::filesystem::path(m.file->path()).stem().string();
+  return m;
 }
 
 }  // namespace
@@ -58,17 +71,7 @@ int run_eval_ruler(const EvalRulerOptions& o) {
     MKV_CHECK(std::filesystem::exists(essay), "--essay: '{}' does not exist", essay);
     c.essays.emplace_back(essay);
   }
-  c.settings = eval::expand_press_settings(o.common.presses.empty() ? std::vector<std::string>{"full"} : o.common.presses,
-                                           eval::parse_budget_list(o.common.budgets, "--budgets"));
-  c.protocol = eval::parse_protocol(o.common.protocol);
-  c.chat_template = o.common.chat_template;
-  MKV_CHECK(!o.common.output_dir.empty(), "-o DIR is required");
-  c.output_dir = o.common.output_dir;
-  c.shard = eval::ShardSpec::parse(o.common.shard);
-  c.max_samples = o.common.max_samples;
-  LoadedModel m = load_model(o.common.model);
-  c.generator = generator_options(o.common, m);
-  c.model_name = model_label(m);
+  LoadedModel m = fill_run_config(o.common, c);
   const auto summary = eval::run_ruler_eval(*m.transformer, *m.tokenizer, c, std::cerr);
   for (const auto& dir : summary.run_dirs) {
     if (std::filesystem::exists(dir / "summary.csv")) {
@@ -93,17 +96,7 @@ int run_eval_longbench(const EvalLongBenchOptions& o) {
   c.datasets = split_list(o.datasets);
   MKV_CHECK(o.max_length >= 0, "--max-length must be positive, got {}", o.max_length);
   c.max_length = o.max_length;
-  c.settings = eval::expand_press_settings(o.common.presses.empty() ? std::vector<std::string>{"full"} : o.common.presses,
-                                           eval::parse_budget_list(o.common.budgets, "--budgets"));
-  c.protocol = eval::parse_protocol(o.common.protocol);
-  c.chat_template = o.common.chat_template;
-  MKV_CHECK(!o.common.output_dir.empty(), "-o DIR is required");
-  c.output_dir = o.common.output_dir;
-  c.shard = eval::ShardSpec::parse(o.common.shard);
-  c.max_samples = o.common.max_samples;
-  LoadedModel m = load_model(o.common.model);
-  c.generator = generator_options(o.common, m);
-  c.model_name = model_label(m);
+  LoadedModel m = fill_run_config(o.common, c);
   const auto summary = eval::run_longbench_eval(*m.transformer, *m.tokenizer, c, std::cerr);
   for (std::size_t i = 0; i < summary.result_dirs.size(); ++i) {
     fmt::print("{}\n", summary.result_dirs[i].string());

@@ -9,8 +9,8 @@
 #include <sstream>
 
 #include "commands.h"
-#include "eval/runner/generation.h"
 #include "core/error.h"
+#include "core/int_list.h"
 #include "core/progress.h"
 #include "eval/fidelity.h"
 
@@ -36,7 +36,7 @@ int run_fidelity(const FidelityOptions& o) {
   config.presses = o.presses.empty()
                        ? std::vector<std::string>{"streaming_llm", "h2o", "snapkv", "pyramidkv", "adakv", "momentkv"}
                        : o.presses;
-  config.budgets = eval::parse_budget_list(o.budgets, "--budgets");
+  config.budgets = parse_int_list(o.budgets, "--budgets", 1);
   config.prompt_tokens = o.prompt_tokens;
   config.continuation_tokens = o.continuation_tokens;
   config.model_output = !o.no_output_metrics;

@@ -7,8 +7,8 @@
 #include <sstream>
 
 #include "commands.h"
-#include "eval/runner/generation.h"
 #include "core/error.h"
+#include "core/int_list.h"
 #include "core/progress.h"
 #include "eval/compression_eval.h"
 
@@ -50,7 +50,7 @@ int run_kl(const KlOptions& o) {
   config.presses = o.presses.empty()
                        ? std::vector<std::string>{"streaming_llm", "h2o", "snapkv", "pyramidkv", "adakv", "momentkv"}
                        : o.presses;
-  config.budgets = eval::parse_budget_list(o.budgets, "--budgets");
+  config.budgets = parse_int_list(o.budgets, "--budgets", 1);
   config.nc = parse_nc(o.nc);
   config.equal_bytes = o.equal_bytes;
   config.prompt_tokens = o.prompt_tokens;

@@ -95,7 +95,11 @@ BenchResult run_bench(Transformer& model, const ModelFootprint& footprint, const
   r.kv_row_bytes = session.cache().row_bytes();
   auto prefill_depth = [&] {
     session.reset();
-    if (test.depth > 0) session.prefill(random_tokens(test.depth));  // the press compresses after it
+    if (test.depth == 0) return;
+    const auto start = Clock::now();
+    session.prefill(random_tokens(test.depth));  // the press compresses after it
+    r.depth_prefill_s = seconds_since(start);
+    r.depth_compress_s = session.compress_seconds();
   };
   auto timed_pass = [&](int n_prompt, int n_gen, double* kv_bytes, double* attn_flops) {
     double kv = 0.0, af = 0.0;

@@ -50,6 +50,8 @@ struct BenchResult {
   std::size_t kv_row_bytes = 0;  // one token of one KV head: key + value + position
   std::size_t kv_bytes_held = 0; // cache bytes at the end of the last repetition (rows + moments)
   int64_t kv_rows_held = 0;      // rows over all layers and heads at the end
+  double depth_prefill_s = 0.0;  // the (untimed) prefill of the depth, its compression pass included
+  double depth_compress_s = 0.0; // the press's compression pass after that prefill
   double gbs() const { return bytes_per_token * mean_tps / 1e9; }
   double gflops() const { return flops_per_token * mean_tps / 1e9; }
 };

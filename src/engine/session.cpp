@@ -1,6 +1,7 @@
 #include "engine/session.h"
 
 #include <algorithm>
+#include <chrono>
 #include <numeric>
 
 #include "core/error.h"
@@ -31,6 +32,7 @@ PressGeometry Session::geometry() const {
 void Session::reset() {
   cache_.clear();
   n_past_ = 0;
+  compress_seconds_ = 0.0;
   if (options_.press) options_.press->reset(geometry());
 }
 
@@ -40,7 +42,10 @@ void Session::on_queries(int layer, int n_tokens, const float* q, const int32_t*
 }
 
 void Session::compress(CompressReason reason) {
-  if (options_.press) options_.press->compress(cache_, reason);
+  if (!options_.press) return;
+  const auto start = std::chrono::steady_clock::now();
+  options_.press->compress(cache_, reason);
+  compress_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
 void Session::run(std::span<const int32_t> tokens, float* out, bool all_logits, bool compress_chunks) {

@@ -42,6 +42,8 @@ class Session : private ForwardObserver {
   const KvCache& cache() const { return cache_; }
   Transformer& model() { return model_; }
   void set_observer(ForwardObserver* observer) { observer_ = observer; }
+  // Wall-clock seconds spent in the press's compression passes since construction or reset().
+  double compress_seconds() const { return compress_seconds_; }
   void reset();
 
  private:
@@ -60,6 +62,7 @@ class Session : private ForwardObserver {
   int32_t n_past_ = 0;                // positions consumed so far
   std::vector<int32_t> positions_;    // (ubatch) scratch
   std::vector<float> logits_;         // (n_vocab) last logits
+  double compress_seconds_ = 0.0;
 };
 
 }  // namespace mkv

@@ -16,12 +16,13 @@
 #include "eval/results_store.h"
 #include "eval/ruler/ruler_sample.h"
 #include "eval/runner/generation.h"
+#include "eval/runner/run_config.h"
 #include "model/tokenizer.h"
 #include "model/transformer.h"
 
 namespace mkv::eval {
 
-struct RulerEvalConfig {
+struct RulerEvalConfig : EvalRunConfig {
   // Generated data (used when data_files is empty).
   std::vector<std::string> tasks;
   int64_t length = 4096;
@@ -31,14 +32,6 @@ struct RulerEvalConfig {
   // Existing RULER files: task name = the parent folder for ".../{task}/validation.jsonl", else the
   // file stem (e.g. ruler_4096_niah_multikey_3).
   std::vector<std::filesystem::path> data_files;
-  std::vector<PressSetting> settings;
-  Protocol protocol = Protocol::snapkv;
-  std::string chat_template = "auto";  // auto (the model's, none when it has none) | none | llama3 | chatml | qwen3
-  std::filesystem::path output_dir;
-  ShardSpec shard;
-  int64_t max_samples = -1;  // stop after this many new predictions (tests, partial runs)
-  GeneratorOptions generator;
-  std::string model_name;
 };
 
 struct RulerEvalSummary {

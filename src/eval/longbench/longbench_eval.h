@@ -16,6 +16,7 @@
 
 #include "eval/results_store.h"
 #include "eval/runner/generation.h"
+#include "eval/runner/run_config.h"
 #include "model/tokenizer.h"
 #include "model/transformer.h"
 
@@ -38,20 +39,12 @@ std::string format_longbench_prompt(const std::string& templ, const LongBenchRow
 // LongBench's pred.py datasets that skip the chat template.
 bool longbench_skips_chat_template(const std::string& dataset);
 
-struct LongBenchEvalConfig {
+struct LongBenchEvalConfig : EvalRunConfig {
   std::filesystem::path data;           // a folder of {dataset}.jsonl or one .jsonl file
   std::filesystem::path dataset2prompt;
   std::filesystem::path dataset2maxlen;
   std::vector<std::string> datasets;    // empty: every dataset found (folder) / the file's
   int64_t max_length = 0;               // prompt tokens after truncation; 0 = context − generation length
-  std::vector<PressSetting> settings;
-  Protocol protocol = Protocol::snapkv;  // kvpress: the question ({input} part after the context) appended after compression
-  std::string chat_template = "auto";
-  std::filesystem::path output_dir;
-  ShardSpec shard;
-  int64_t max_samples = -1;
-  GeneratorOptions generator;
-  std::string model_name = "model";
 };
 
 struct LongBenchEvalSummary {

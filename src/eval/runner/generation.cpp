@@ -22,25 +22,6 @@ std::unique_ptr<Press> PressSetting::make() const {
   return budget > 0 ? make_press(spec, Budget{budget, 0.0}) : make_press(spec);
 }
 
-std::vector<int32_t> parse_budget_list(const std::string& text, const std::string& flag) {
-  std::vector<int32_t> budgets;
-  std::stringstream in(text);
-  std::string item;
-  while (std::getline(in, item, ',')) {
-    std::size_t used = 0;
-    int value = 0;
-    try {
-      value = std::stoi(item, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    MKV_CHECK(used == item.size() && value > 0, "{}: '{}' is not a positive token count", flag, item);
-    budgets.push_back(value);
-  }
-  MKV_CHECK(!budgets.empty(), "{}: give at least one budget, e.g. 128,256", flag);
-  return budgets;
-}
-
 std::vector<PressSetting> expand_press_settings(const std::vector<std::string>& presses,
                                                 const std::vector<int32_t>& budgets) {
   std::vector<PressSetting> out;

@@ -32,8 +32,6 @@ struct PressSetting {
 // Every press × budget ("full" runs once, budget 0). MkvError naming a bad spec.
 std::vector<PressSetting> expand_press_settings(const std::vector<std::string>& presses,
                                                 const std::vector<int32_t>& budgets);
-// "16,32,64" → budgets; MkvError naming the bad item and the flag.
-std::vector<int32_t> parse_budget_list(const std::string& text, const std::string& flag);
 
 struct GenerationRequest {
   std::vector<int32_t> context;   // compressed (BOS included when the model wants it)
