@@ -63,13 +63,16 @@ void ProgressBar::advance(int64_t items) {
 
 void ProgressBar::finish() {
   if (finished_) return;
-  draw(true);
   finished_ = true;
+  // A plain (non-tty) log already ends with the completed line; a terminal needs the newline.
+  if (!options_.is_tty && last_drawn_done_ == done_ && done_ >= total_) return;
+  draw(true);
 }
 
 void ProgressBar::draw(bool final_line) {
   const double now = options_.clock();
   last_draw_s_ = now;
+  last_drawn_done_ = done_;
   const double elapsed = now - start_s_;
   const int64_t new_items = done_ - start_done_;
   const double rate = elapsed > 0 ? static_cast<double>(new_items) / elapsed : 0.0;

@@ -46,6 +46,7 @@ class ProgressBar {
   Options options_;
   double start_s_;
   double last_draw_s_;
+  int64_t last_drawn_done_ = -1;  // done_ at the last drawn line
   bool finished_ = false;
 };
 

@@ -169,6 +169,8 @@ Vocab Vocab::from_gguf(const GgufFile& file) {
 }
 
 void Vocab::detect_special_tokens() {
+  if (specials_detected) return;
+  specials_detected = true;
   MKV_ASSERT(types.size() == tokens.size());
   auto ids = index_texts(tokens);
   if (eot < 0) {

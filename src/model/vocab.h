@@ -30,6 +30,7 @@ struct Vocab {
   int32_t bos = -1, eos = -1, eot = -1, unk = -1, pad = -1;  // -1 = none
   bool add_bos = false, add_eos = false, add_space_prefix = false;
   std::string chat_template;        // tokenizer.chat_template, may be empty
+  bool specials_detected = false;   // detect_special_tokens() ran (it scans every token text)
 
   int32_t size() const { return static_cast<int32_t>(tokens.size()); }
 
@@ -37,7 +38,8 @@ struct Vocab {
   // llama.cpp's defaults for absent keys (SPM: add_bos and add_space_prefix true).
   static Vocab from_gguf(const GgufFile& file);
 
-  // llama.cpp's load-time heuristics, applied by from_gguf (idempotent): when no eot id is set,
+  // llama.cpp's load-time heuristics, applied by from_gguf and again by the Tokenizer for vocabs
+  // built by hand (runs once per Vocab): when no eot id is set,
   // finds it by token text ("<|eot_id|>", "<|im_end|>", ...), and forces CONTROL on every token
   // whose text marks end of generation or a FIM pad/repo/file-separator token.
   void detect_special_tokens();

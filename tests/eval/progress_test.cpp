@@ -22,6 +22,18 @@ TEST(Progress, PlainLinesWhenNotATerminal) {
             "eval 2/10 (20%) 0.10/s elapsed 00:20 eta 00:00\n");
 }
 
+TEST(Progress, PlainLogPrintsTheCompletedLineOnce) {
+  double now = 0;
+  std::ostringstream out;
+  ProgressBar bar("eval", 2, 0, out, {false, [&] { return now; }, 10});
+  now = 1, bar.advance();
+  now = 2, bar.advance();  // completes: drawn at once
+  now = 3, bar.finish();
+  EXPECT_EQ(out.str(),
+            "eval 0/2 (0%) 0.00/s elapsed 00:00 eta --:--\n"
+            "eval 2/2 (100%) 1.00/s elapsed 00:02 eta 00:00\n");
+}
+
 TEST(Progress, RedrawsInPlaceOnATerminal) {
   double now = 0;
   std::ostringstream out;
