@@ -59,15 +59,22 @@ Llama2cHeader read_header(const std::string& path, const std::vector<char>& byte
   return h;
 }
 
-// Checks that the stored RoPE table is theta 10000 over the whole head (what the GGUF implies).
-void check_rope_table(const std::string& path, const std::vector<float>& cos_table, int head_dim, int seq_len) {
-  if (seq_len < 2) return;
+// The RoPE base the stored table was built with (llama2.c's table is cos(pos * base^(-2i/head_dim))):
+// read from pair 1 at position 1, snapped to 10000 (the GGUF default) within 0.1%, then every
+// pair at position 1 is checked against it.
+double rope_base_of_table(const std::string& path, const std::vector<float>& cos_table, int head_dim, int seq_len) {
+  if (seq_len < 2 || head_dim < 4) return 10000.0;  // no pair whose angle depends on the base
+  const double angle = std::acos(static_cast<double>(cos_table[head_dim / 2 + 1]));
+  MKV_CHECK(angle > 0.0, "{}: freq_cis_real[1][1] = {} is not a RoPE table", path, cos_table[head_dim / 2 + 1]);
+  double base = std::pow(angle, -head_dim / 2.0);
+  if (std::abs(base / 10000.0 - 1.0) < 1e-3) base = 10000.0;
   for (int i = 0; i < head_dim / 2; ++i) {
-    const double expected = std::cos(std::pow(10000.0, -2.0 * i / head_dim));
+    const double expected = std::cos(std::pow(base, -2.0 * i / head_dim));
     MKV_CHECK(std::abs(cos_table[head_dim / 2 + i] - expected) < 1e-4,
-              "{}: freq_cis_real[1][{}] = {} is not RoPE theta 10000 ({})", path, i, cos_table[head_dim / 2 + i],
-              expected);
+              "{}: freq_cis_real[1][{}] = {} is not RoPE with base {:.6g} ({}), the base pair 1 implies", path, i,
+              cos_table[head_dim / 2 + i], base, expected);
   }
+  return base;
 }
 
 // llama2.c tokenizer: int32 max_token_length, then per token float score, int32 length, bytes.
@@ -149,7 +156,7 @@ void import_llama2c(const Llama2cImport& o) {
   const auto freq_cis_real = r.take(int64_t{h.seq_len} * head_dim / 2);
   r.take(int64_t{h.seq_len} * head_dim / 2);  // freq_cis_imag: implied by the real part
   const auto classifier = shared_classifier ? tok_emb : r.take(vocab * dim);
-  check_rope_table(o.model_path, freq_cis_real, static_cast<int>(head_dim), h.seq_len);
+  const double rope_base = rope_base_of_table(o.model_path, freq_cis_real, static_cast<int>(head_dim), h.seq_len);
 
   GgufWriter w;
   if (o.tokenizer_path.size() >= 5 && o.tokenizer_path.substr(o.tokenizer_path.size() - 5) == ".gguf") {
@@ -171,6 +178,7 @@ void import_llama2c(const Llama2cImport& o) {
   w.set_u32("llama.attention.head_count_kv", h.n_kv_heads);
   w.set_u32("llama.block_count", h.n_layers);
   w.set_u32("llama.rope.dimension_count", static_cast<uint32_t>(head_dim));
+  if (rope_base != 10000.0) w.set_f32("llama.rope.freq_base", static_cast<float>(rope_base));
   w.set_f32("llama.attention.layer_norm_rms_epsilon", 1e-5f);
 
   auto matrix = [&](const std::string& name, const std::vector<float>& all, int64_t l, int64_t rows, int64_t cols) {

@@ -1,6 +1,7 @@
 // import-llama2c: stories260K.bin + tok512.bin converts to the published stories260K.gguf.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <fstream>
 
@@ -65,6 +66,46 @@ TEST(Llama2cImport, VocabularyCanComeFromAGguf) {
   EXPECT_EQ(converted.get_int("llama.context_length"), 512);  // the checkpoint's seq_len
   EXPECT_EQ(converted.tensor("blk.0.attn_q.weight").type, GgmlType::F16);
   EXPECT_EQ(converted.tensor("blk.0.attn_norm.weight").type, GgmlType::F32);
+}
+
+// Rewrites the RoPE tables of a llama2.c checkpoint (bytes) for `base`; returns the new bytes.
+std::string with_rope_base(std::string bytes, double base, bool corrupt_pair2 = false) {
+  int32_t h[7];
+  std::memcpy(h, bytes.data(), sizeof h);
+  const int64_t dim = h[0], hidden = h[1], layers = h[2], heads = h[3], kv_heads = h[4], vocab = std::abs(h[5]);
+  const int64_t seq_len = h[6], head_dim = dim / heads, kv_dim = kv_heads * head_dim;
+  const int64_t weights = vocab * dim + layers * (2 * dim + 2 * dim * dim + 2 * kv_dim * dim + 3 * hidden * dim) + dim;
+  float* real = reinterpret_cast<float*>(bytes.data() + sizeof h) + weights;
+  float* imag = real + seq_len * head_dim / 2;
+  for (int64_t pos = 0; pos < seq_len; ++pos)
+    for (int64_t i = 0; i < head_dim / 2; ++i) {
+      const double angle = pos * std::pow(base, -2.0 * i / head_dim);
+      real[pos * head_dim / 2 + i] = static_cast<float>(std::cos(angle));
+      imag[pos * head_dim / 2 + i] = static_cast<float>(std::sin(angle));
+    }
+  if (corrupt_pair2) real[head_dim / 2 + 2] += 0.01f;
+  return bytes;
+}
+
+TEST(Llama2cImport, RopeBaseComesFromTheStoredTable) {
+  MKV_REQUIRE_ASSET(bin, "stories260K.bin");
+  MKV_REQUIRE_ASSET(tokenizer, "tok512.bin");
+  const auto dir = test::temp_dir();
+  const auto rebased = dir / "theta500k.bin";
+  const std::string bytes = with_rope_base(test::read_file(bin), 500000.0);
+  std::ofstream(rebased, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  import_llama2c({rebased.string(), tokenizer.string(), (dir / "out.gguf").string()});
+  const GgufFile converted = GgufFile::open((dir / "out.gguf").string());
+  EXPECT_NEAR(converted.get_float("llama.rope.freq_base"), 500000.0, 50.0);
+
+  const std::string corrupt = with_rope_base(test::read_file(bin), 500000.0, /*corrupt_pair2=*/true);
+  std::ofstream(rebased, std::ios::binary).write(corrupt.data(), static_cast<std::streamsize>(corrupt.size()));
+  try {
+    import_llama2c({rebased.string(), tokenizer.string(), (dir / "bad.gguf").string()});
+    FAIL() << "expected an error";
+  } catch (const MkvError& e) {
+    EXPECT_NE(std::string(e.what()).find("freq_cis_real[1][2]"), std::string::npos) << e.what();
+  }
 }
 
 TEST(Llama2cImport, TruncatedCheckpointIsAClearError) {

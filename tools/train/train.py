@@ -45,6 +45,8 @@ def parse_args():
     p.add_argument("--layers", type=int, default=4)
     p.add_argument("--heads", type=int, default=4)
     p.add_argument("--kv-heads", type=int, default=2)
+    p.add_argument("--rope-theta", type=float, default=10000.0,
+                   help="RoPE base; import-llama2c reads it back from the exported table")
     p.add_argument("--text", default=os.path.join(ASSETS, "text/tinystories_val.txt"))
     p.add_argument("--tokenizer-model", default=os.path.join(ASSETS, "tok512.model"))
     return p.parse_args()
@@ -110,7 +112,7 @@ def main():
     phases = curriculum(args.phases)
     total = sum(steps for _, steps in phases)
     config = ModelConfig(dim=args.dim, hidden_dim=args.hidden_dim, n_layers=args.layers, n_heads=args.heads,
-                         n_kv_heads=args.kv_heads, seq_len=max(l for l, _ in phases))
+                         n_kv_heads=args.kv_heads, seq_len=max(l for l, _ in phases), rope_theta=args.rope_theta)
     model = Llama(config)
     if args.seed_prev_token_head:
         seed_previous_token_head(model)
