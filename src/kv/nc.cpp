@@ -4,15 +4,11 @@
 #include <cmath>
 #include <vector>
 
+#include "ops/vec.h"
+
 namespace mkv {
 
 namespace {
-
-float dot(const float* a, const float* b, int n) {
-  float s = 0.0f;
-  for (int i = 0; i < n; ++i) s += a[i] * b[i];
-  return s;
-}
 
 float sigmoid(float x) {
   if (x >= 0.0f) return 1.0f / (1.0f + std::exp(-x));
@@ -22,7 +18,7 @@ float sigmoid(float x) {
 
 // log Ẑ of one summary at q: log n + τ q·k̄ (Jensen lower bound of log Σ e^{τ q·k_i}).
 float log_mass(const MomentStats& s, const float* q, float scale) {
-  return std::log(float(s.count())) + scale * dot(q, s.key_mean_f32().data(), s.head_dim_k());
+  return std::log(float(s.count())) + scale * vec_dot(q, s.key_mean_f32().data(), s.head_dim_k());
 }
 
 // out (d_v) = v̄ + τ C q, with τ C q shrunk to norm ≤ RMS value spread when `clip`.
@@ -36,7 +32,7 @@ void estimate(const MomentStats& s, const float* q, float scale, bool clip, floa
   const float* cov = s.covariance_f32().data();  // (d_v, d_k)
   float norm_sq = 0.0f;
   for (int b = 0; b < d_v; ++b) {
-    out[b] = scale * dot(cov + std::size_t(b) * d_k, q, d_k);
+    out[b] = scale * vec_dot(cov + std::size_t(b) * d_k, q, d_k);
     norm_sq += out[b] * out[b];
   }
   float shrink = 1.0f;
@@ -95,7 +91,7 @@ void nc_blend(const MomentStats& moments, const float* q, float scale, float lse
   const float* v_mean = moments.value_mean_f32().data();
   const float* cov = moments.covariance_f32().data();  // (d_v, d_k) C = S̃/n_e
   for (int b = 0; b < d_v; ++b) {
-    const float f_e = v_mean[b] + (moments.has_comoment() ? scale * dot(cov + std::size_t(b) * d_k, q, d_k) : 0.0f);
+    const float f_e = v_mean[b] + (moments.has_comoment() ? scale * vec_dot(cov + std::size_t(b) * d_k, q, d_k) : 0.0f);
     out[b] = w_retained * out[b] + w_evicted * f_e;
   }
 }

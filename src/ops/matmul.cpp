@@ -138,7 +138,9 @@ void run_item(GgmlType type, const Item& item) {
   for (int64_t b0 = 0; b0 < n_blocks; b0 += chunk_blocks) {
     const int64_t b1 = std::min(n_blocks, b0 + chunk_blocks);
     for (int64_t r0 = item.row_begin; r0 < item.row_end;) {
-      if (item.row_end - r0 >= kTileRows) {
+      // Decode-sized batches stream one weight row at a time: several concurrent row streams
+      // measured 13% slower (F16, Llama-3.2-1B shape, 2 threads) and there is no reuse to gain.
+      if (n_tokens > kTileTokens && item.row_end - r0 >= kTileRows) {
         add_rows.template operator()<kTileRows>(r0, b0, b1);
         r0 += kTileRows;
       } else {
