@@ -92,14 +92,14 @@ void attend_layer(const KvCache& cache, int layer, const AttentionShape& shape, 
       std::fill(visible + (t - t0) * group, visible + (t - t0 + 1) * group, head.length - n_tokens + t + 1);
     }
     attend_queries(head, scratch.q.data(), nq, visible, shape.scale, scratch.logits, scratch.out.data(), lse);
+    const bool blend = cache.nc() && head.moments && head.moments->count() > 0;
     for (int t = t0; t < t1; ++t) {
       const std::size_t th = static_cast<std::size_t>(t) * shape.n_heads + g * group;  // first (token, head)
       for (int j = 0; j < group; ++j) {
         const int k = (t - t0) * group + j;
         float* o = out + (th + j) * dv;
         std::copy(scratch.out.data() + static_cast<std::size_t>(k) * dv, scratch.out.data() + static_cast<std::size_t>(k + 1) * dv, o);
-        if (cache.nc() && head.moments && head.moments->count() > 0)
-          nc_blend(*head.moments, q + (th + j) * dk, shape.scale, lse[k], o);
+        if (blend) nc_blend(*head.moments, q + (th + j) * dk, shape.scale, lse[k], o);
       }
     }
   }

@@ -120,8 +120,7 @@ inline float hsum(F8 a) {
 }
 
 inline F8 hsum8(const F8* a) {
-  return f8_map([a](int k) { return ((a[k].v[0] + a[k].v[1]) + (a[k].v[2] + a[k].v[3])) +
-                                    ((a[k].v[4] + a[k].v[5]) + (a[k].v[6] + a[k].v[7])); });
+  return f8_map([a](int k) { return hsum(a[k]); });
 }
 
 inline I8 i8_set1(int32_t a) { return i8_map([a](int) { return a; }); }

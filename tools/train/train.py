@@ -135,12 +135,12 @@ def main():
     start, tokens_done = time.time(), 0
     while step < total:
         seq_len = seq_len_at(phases, step)
-        inputs, targets, answer = make_batch(generator, args.seed, step, seq_len,
+        inputs, targets, mask = make_batch(generator, args.seed, step, seq_len,
                                              max(1, args.tokens_per_step // seq_len))
         lr = learning_rate(args, step, total)
         for group in optimizer.param_groups:
             group["lr"] = lr
-        lm, ans, accuracy = losses(model, inputs, targets, answer)
+        lm, ans, accuracy = losses(model, inputs, targets, mask)
         optimizer.zero_grad(set_to_none=True)
         (lm + args.answer_weight * ans).backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)

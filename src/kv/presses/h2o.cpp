@@ -1,5 +1,7 @@
 #include "kv/presses/h2o.h"
 
+#include <algorithm>
+
 #include "core/error.h"
 #include "kv/presses/attention_scores.h"
 
@@ -22,8 +24,9 @@ void H2OScorer::observe(int layer, int n_tokens, const float* q, const int32_t* 
     MKV_ASSERT(sums.size() <= std::size_t(view.length));
     sums.resize(view.length, 0.0);  // this batch's rows start at zero
     std::vector<float> attention(view.length), logits;  // (length) this batch's group mean
+    std::vector<int32_t> visible(group);                // (group) rows the token's query heads see
     for (int t = 0; t < n_tokens; ++t) {
-      const std::vector<int32_t> visible(group, visible_rows(view.positions, view.length, positions[t]));
+      std::fill(visible.begin(), visible.end(), visible_rows(view.positions, view.length, positions[t]));
       add_attention(q + (std::size_t(t) * g.n_heads + kv * group) * g.head_dim_k, group, g.head_dim_k,
                     visible.data(), keys.data(), g.head_dim_k, g.scale, 1.0f / float(group), attention.data(), logits);
     }
