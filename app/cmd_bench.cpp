@@ -43,6 +43,7 @@ struct Row {
   int threads;
   std::string press;
   BenchResult result;
+  bool nc_off_twin = false;  // --nc-ab: the NC-off passes of the row before it
 };
 
 }  // namespace
@@ -102,8 +103,18 @@ int run_bench(const BenchOptions& o) {
             bc.press = press;
             bc.kv_budget = o.kv_budget;
             bc.fresh_depth = o.fresh_depth;
+            bc.nc_ab = o.nc_ab;
             if (o.progress) fmt::print(stderr, "bench: {} t={} {}{}\n", name, t, test.name(), press.empty() ? "" : " " + press);
-            rows.push_back({name, fp, t, press, run_bench(*m.transformer, fp, test, bc)});
+            const BenchResult result = run_bench(*m.transformer, fp, test, bc);
+            rows.push_back({name, fp, t, press, result});
+            if (!result.nc_off_tokens_per_s.empty()) {
+              BenchResult off = result;
+              off.tokens_per_s = result.nc_off_tokens_per_s;
+              off.mean_tps = result.nc_off_mean_tps;
+              off.std_tps = result.nc_off_std_tps;
+              off.nc_off_tokens_per_s.clear();
+              rows.push_back({name, fp, t, press + ", NC off (same cache)", off, true});
+            }
           }
         }
     }
@@ -137,6 +148,7 @@ int run_bench(const BenchOptions& o) {
                                 {"threads", r.threads},
                                 {"test", b.test.name()},
                                 {"press", r.press},
+                                {"nc_off_same_cache", r.nc_off_twin},
                                 {"n_prompt", b.test.n_prompt},
                                 {"n_gen", b.test.n_gen},
                                 {"depth", b.test.depth},
@@ -187,7 +199,17 @@ int run_bench(const BenchOptions& o) {
                "GB/s column = (weight + KV bytes read per token) x t/s, (%) = share of the best probe pass\n",
                probe.threads, size_text(static_cast<double>(probe.bytes)), probe.best_gbs, probe.median_gbs);
   for (const Row& r : rows)
-    if (!r.press.empty() && r.result.depth_prefill_s > 0)
+    if (!r.result.nc_off_tokens_per_s.empty() && !r.result.tokens_per_s.empty()) {
+      // Per repetition, the NC-on pass's time over the NC-off pass's on the same cache.
+      std::vector<double> extra;
+      for (std::size_t i = 0; i < r.result.tokens_per_s.size(); ++i)
+        extra.push_back(100.0 * (r.result.nc_off_tokens_per_s[i] / r.result.tokens_per_s[i] - 1.0));
+      const auto [mean, sd] = mean_and_std(extra);
+      fmt::print("{}: NC adds {:+.1f} ± {:.1f}% to decode time ({} interleaved NC on/off pairs on one compressed cache)\n",
+                 test_label(r), mean, sd, extra.size());
+    }
+  for (const Row& r : rows)
+    if (!r.press.empty() && r.result.depth_prefill_s > 0 && !r.nc_off_twin)
       fmt::print("{}: compression after the {}-token prefill took {:.3f} s, {:.1f}% of that prefill ({:.1f} s)\n",
                  test_label(r), r.result.test.depth, r.result.depth_compress_s,
                  100.0 * r.result.depth_compress_s / r.result.depth_prefill_s, r.result.depth_prefill_s);

@@ -159,6 +159,7 @@ struct BenchOptions {
   std::string precision = "exact";   // --precision exact|fast (--fast)
   bool mlock = false;                // --mlock
   bool fresh_depth = false;          // --fresh-depth: re-prefill the depth before every repetition
+  bool nc_ab = false;                // --nc-ab: also time NC off, interleaved, on the same compressed cache
   bool no_probe = false;             // --no-probe: skip the bandwidth probe
   bool progress = false;             // --progress: one stderr line per test
 };

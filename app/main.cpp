@@ -145,6 +145,7 @@ int main(int argc, char** argv) {
   bench->add_flag_callback("--fast", [&bo] { bo.precision = "fast"; }, "same as --precision fast");
   bench->add_flag("--mlock", bo.mlock, "lock the model (and all memory) in RAM");
   bench->add_flag("--fresh-depth", bo.fresh_depth, "re-prefill the depth before every repetition (default: once per test)");
+  bench->add_flag("--nc-ab", bo.nc_ab, "with an NC press, time NC off too: alternating passes on the same compressed cache");
   bench->add_flag("--no-probe", bo.no_probe, "skip the read-bandwidth probe");
   bench->add_flag("--progress", bo.progress, "print each test as it starts (stderr)");
 

@@ -9,6 +9,7 @@
 #include <memory>
 #include <numeric>
 #include <random>
+#include <tuple>
 
 #include "core/error.h"
 #include "engine/session.h"
@@ -61,6 +62,15 @@ std::string BenchTest::name() const {
   return s;
 }
 
+std::pair<double, double> mean_and_std(const std::vector<double>& values) {
+  if (values.empty()) return {0.0, 0.0};
+  const double n = static_cast<double>(values.size());
+  const double mean = std::accumulate(values.begin(), values.end(), 0.0) / n;
+  double var = 0.0;
+  for (double v : values) var += (v - mean) * (v - mean);
+  return {mean, values.size() > 1 ? std::sqrt(var / (n - 1)) : 0.0};
+}
+
 BenchResult run_bench(Transformer& model, const ModelFootprint& footprint, const BenchTest& test,
                       const BenchConfig& config) {
   MKV_CHECK((test.n_prompt > 0) != (test.n_gen > 0), "a bench test is either ppN or tgN");
@@ -80,8 +90,10 @@ BenchResult run_bench(Transformer& model, const ModelFootprint& footprint, const
     budget.tokens = config.kv_budget;
     press = make_press(config.press, budget);
   }
-  const int per_rep = test.n_prompt + test.n_gen;
-  const int warmup = std::max(1, per_rep / 10);
+  const bool nc_ab = config.nc_ab && press && press->nc() && test.n_gen > 0;
+  const int per_pass = test.n_prompt + test.n_gen;
+  const int per_rep = per_pass * (nc_ab ? 2 : 1);  // tokens one repetition adds to the cache
+  const int warmup = std::max(1, per_pass / 10);
   SessionOptions so;
   so.ubatch = std::min(config.ubatch, model.max_batch());
   so.kv_storage = config.kv_storage;
@@ -137,18 +149,23 @@ BenchResult run_bench(Transformer& model, const ModelFootprint& footprint, const
   double kv_sum = 0.0, af_sum = 0.0;
   for (int rep = 0; rep < config.repetitions; ++rep) {
     if (rep == 0 || config.fresh_depth) prefill_depth();
-    double kv = 0.0, af = 0.0;
     const int n_tokens = test.n_prompt > 0 ? test.n_prompt : test.n_gen;
-    const double s = timed_pass(test.n_prompt, test.n_gen, &kv, &af);
-    r.tokens_per_s.push_back(n_tokens / s);
-    kv_sum += kv;
-    af_sum += af;
+    // With nc_ab, odd repetitions time NC off first, so that neither setting always runs on the
+    // shorter cache or right after the depth prefill.
+    for (int pass = 0; pass < (nc_ab ? 2 : 1); ++pass) {
+      const bool nc_on = !nc_ab || (pass == 0) == (rep % 2 == 0);
+      double kv = 0.0, af = 0.0;
+      if (nc_ab) session.set_nc(nc_on);
+      const double s = timed_pass(test.n_prompt, test.n_gen, &kv, &af);
+      (nc_on ? r.tokens_per_s : r.nc_off_tokens_per_s).push_back(n_tokens / s);
+      kv_sum += kv;
+      af_sum += af;
+    }
   }
-  const double n = static_cast<double>(r.tokens_per_s.size());
-  r.mean_tps = std::accumulate(r.tokens_per_s.begin(), r.tokens_per_s.end(), 0.0) / n;
-  double var = 0.0;
-  for (double v : r.tokens_per_s) var += (v - r.mean_tps) * (v - r.mean_tps);
-  r.std_tps = n > 1 ? std::sqrt(var / (n - 1)) : 0.0;
+  if (nc_ab) session.set_nc(true);
+  const double n = static_cast<double>(r.tokens_per_s.size() + r.nc_off_tokens_per_s.size());
+  std::tie(r.mean_tps, r.std_tps) = mean_and_std(r.tokens_per_s);
+  std::tie(r.nc_off_mean_tps, r.nc_off_std_tps) = mean_and_std(r.nc_off_tokens_per_s);
   // A prompt reads the weights once per micro-batch, a generated token once per token.
   const double weight_passes_per_token =
       test.n_prompt > 0 ? std::ceil(double(test.n_prompt) / so.ubatch) / test.n_prompt : 1.0;

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gguf/gguf_file.h"
@@ -38,6 +39,8 @@ struct BenchConfig {
   std::string press;        // press spec; empty = full cache
   int32_t kv_budget = 0;    // --kv-budget L for the press (0 = the spec's own)
   bool fresh_depth = false; // re-prefill the depth before every repetition (llama-bench); else once
+  bool nc_ab = false;       // tg tests with an NC press: each repetition also times NC off on the
+                            // same cache, the two passes in alternating order
   uint64_t seed = 1;        // token ids
 };
 
@@ -45,6 +48,8 @@ struct BenchResult {
   BenchTest test;
   std::vector<double> tokens_per_s;  // one per repetition
   double mean_tps = 0.0, std_tps = 0.0;
+  std::vector<double> nc_off_tokens_per_s;  // BenchConfig::nc_ab: the NC-off pass of each repetition
+  double nc_off_mean_tps = 0.0, nc_off_std_tps = 0.0;
   double bytes_per_token = 0.0;  // weights + KV rows read per token (average over the test)
   double flops_per_token = 0.0;  // matrix products + attention (average over the test)
   std::size_t kv_row_bytes = 0;  // one token of one KV head: key + value + position
@@ -55,6 +60,9 @@ struct BenchResult {
   double gbs() const { return bytes_per_token * mean_tps / 1e9; }
   double gflops() const { return flops_per_token * mean_tps / 1e9; }
 };
+
+// Mean and sample standard deviation (0 for fewer than two values).
+std::pair<double, double> mean_and_std(const std::vector<double>& values);
 
 // Runs one test `config.repetitions` times (after one untimed warm-up pass at a tenth of the size).
 BenchResult run_bench(Transformer& model, const ModelFootprint& footprint, const BenchTest& test,

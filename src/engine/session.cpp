@@ -33,7 +33,10 @@ void Session::reset() {
   cache_.clear();
   n_past_ = 0;
   compress_seconds_ = 0.0;
-  if (options_.press) options_.press->reset(geometry());
+  if (options_.press) {
+    cache_.set_nc(options_.press->nc());
+    options_.press->reset(geometry());
+  }
 }
 
 void Session::on_queries(int layer, int n_tokens, const float* q, const int32_t* positions, const KvCache& cache) {

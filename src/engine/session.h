@@ -40,6 +40,9 @@ class Session : private ForwardObserver {
   int n_ctx() const { return n_ctx_; }
   KvCache& cache() { return cache_; }
   const KvCache& cache() const { return cache_; }
+  // Turns normalisation-corrected attention on or off for the following steps (an A/B of NC on
+  // one compressed cache); the press's own setting applies again after reset().
+  void set_nc(bool enabled) { cache_.set_nc(enabled); }
   Transformer& model() { return model_; }
   void set_observer(ForwardObserver* observer) { observer_ = observer; }
   // Wall-clock seconds spent in the press's compression passes since construction or reset().

@@ -71,6 +71,32 @@ TEST(CliBench, JsonWithAPressAtDepth) {
   EXPECT_NE(j["backend"].get<std::string>().find("int8"), std::string::npos);
 }
 
+TEST(CliBench, NcAbTimesBothSettingsOnOneCache) {
+  const BenchRun r = run_momentkv("bench -m " + tiny_model() +
+                                  " -p 0 -n 4 -d 48 -r 3 -t 1 -o json --no-probe --press momentkv --kv-budget 16 --nc-ab");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["results"].size(), 3u);  // full cache, MomentKV (NC on), its NC-off twin
+  const auto& on = j["results"][1];
+  const auto& off = j["results"][2];
+  EXPECT_FALSE(on["nc_off_same_cache"].get<bool>());
+  EXPECT_TRUE(off["nc_off_same_cache"].get<bool>());
+  EXPECT_EQ(on["samples_ts"].size(), 3u);
+  EXPECT_EQ(off["samples_ts"].size(), 3u);
+  EXPECT_NE(off["press"].get<std::string>().find("NC off"), std::string::npos);
+  EXPECT_EQ(on["kv_rows_held"], off["kv_rows_held"]);  // one cache for both
+
+  // A press without NC gets no twin; the markdown names the NC cost.
+  const BenchRun plain = run_momentkv("bench -m " + tiny_model() +
+                                      " -p 0 -n 4 -d 48 -r 2 -t 1 -o json --no-probe --press snapkv --kv-budget 16 --nc-ab");
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  EXPECT_EQ(nlohmann::json::parse(plain.out)["results"].size(), 2u);
+  const BenchRun md = run_momentkv("bench -m " + tiny_model() +
+                                   " -p 0 -n 4 -d 48 -r 2 -t 1 --no-probe --press momentkv --kv-budget 16 --nc-ab");
+  ASSERT_EQ(md.exit_code, 0) << md.err;
+  EXPECT_NE(md.out.find("NC adds"), std::string::npos) << md.out;
+}
+
 TEST(CliBench, CsvHasAHeaderAndOneLinePerTest) {
   const BenchRun r = run_momentkv("bench -m " + tiny_model() + " -p 8 -n 2 -r 1 -t 1 -o csv --no-probe");
   ASSERT_EQ(r.exit_code, 0) << r.err;
