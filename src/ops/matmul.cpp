@@ -3,16 +3,17 @@
 // quantised on the activation side.
 //
 // Blocking: the output (n_tokens x rows) is split into work items of up to kItemTokens tokens x
-// kItemRows rows, shared among threads. Within an item, columns are walked in chunks of
-// kChunkCols so that the item's activation slice (tokens x chunk) stays in L2 while every row
-// tile passes over it; a micro-tile takes kTileRows rows per group of 8 columns and reuses each
-// weight vector for kTileTokens tokens (kTileRows x kTileTokens accumulators in registers).
-// Quantised weights are decoded once per item: into a small float panel when the item has several
-// token tiles, else directly in the micro-tile.
+// kItemRows rows, shared among threads.
+// - Prefill-sized items (more than kTileTokens tokens) run as a GEMM: for each range of
+//   kPanelCols columns and each kPanelRows rows, the weights are decoded once into a transposed
+//   float panel (column-major: the kPanelRows values of one column are adjacent, 16 KiB, in L1)
+//   and every group of up to kBlockTokens tokens adds rank-1 updates to a kBlockTokens x kPanelRows
+//   block of y held in 12 registers (per column: 2 panel loads, 6 broadcasts, 12 FMAs).
+// - Decode-sized items take each weight row's dot products with kTileTokens or 1 tokens,
+//   decoding blocks straight into the FMAs and streaming one row at a time.
 #include "ops/matmul.h"
 
 #include <algorithm>
-#include <type_traits>
 
 #include "core/error.h"
 #include "ops/block_decoders.h"
@@ -23,12 +24,13 @@ namespace {
 
 using simd::F8;
 
-constexpr int kTileRows = 4;
 constexpr int64_t kMinParallelMacs = 1 << 18;  // multiply-adds below which one thread is faster
 constexpr int kTileTokens = 3;
 constexpr int64_t kItemRows = 64;
 constexpr int64_t kItemTokens = 64;
-constexpr int64_t kChunkCols = 1024;  // 64 tokens x 1024 floats = 256 KiB of activations
+constexpr int kPanelRows = 16;      // two 8-lane vectors per panel column
+constexpr int64_t kPanelCols = 256; // a multiple of every block size; 256 x 16 floats = 16 KiB
+constexpr int kBlockTokens = 6;     // 6 x 2 accumulators + 2 panel vectors + 1 broadcast = 15 registers
 
 // The part of y that one work item owns, and where its inputs are.
 struct Item {
@@ -41,62 +43,103 @@ struct Item {
   int64_t row_begin, row_end, token_begin, token_end;
 };
 
-// The operands of one micro-tile, all positioned at the first column of its column range.
-struct TileOperands {
-  const uint8_t* w;       // first of R weight rows
-  std::size_t w_stride;   // bytes from one weight row to the next
-  const float* x;         // first of T activation rows
+// One weight row against some tokens, all positioned at the first column.
+struct RowOperands {
+  const uint8_t* w;       // the weight row
+  const float* x;         // first of the tokens' activations
   int64_t x_stride;       // floats from one token's activations to the next
-  float* y;               // y of the first token and first row
+  float* y;               // y of the first token at this row
   int64_t y_stride;       // floats from one token's outputs to the next
-  int64_t n_blocks;       // decoder blocks in the column range
+  int64_t n_blocks;       // decoder blocks in the row
 };
 
-// y[t][r] += dot(weight row r, token t) over the tile's column range, for R rows and T tokens.
-template <typename Decoder, int R, int T>
-void add_tile(const TileOperands& op) {
-  F8 acc[R][T];
-  for (auto& row : acc)
-    for (auto& a : row) a = simd::f8_zero();
-  // Prefetch once per cache line of each row (blocks of F16/BF16/F32 are smaller than a line).
+// y[t] += dot(weight row, token t) for T tokens.
+template <typename Decoder, int T>
+void add_row_dots(const RowOperands& op) {
+  F8 acc[T];
+  for (auto& a : acc) a = simd::f8_zero();
+  // Prefetch once per cache line (blocks of F16/BF16/F32 are smaller than a line).
   constexpr int64_t kBlocksPerPrefetch = std::max<int64_t>(1, 64 / Decoder::kBlockBytes);
   for (int64_t b = 0; b < op.n_blocks; ++b) {
     const float* x = op.x + b * Decoder::kBlockSize;
-    for (int r = 0; r < R; ++r) {
-      if (b % kBlocksPerPrefetch == 0) simd::prefetch_ahead(op.w + r * op.w_stride + b * Decoder::kBlockBytes);
-      Decoder::decode(op.w + r * op.w_stride + b * Decoder::kBlockBytes, [&](int g, F8 w) {
-        for (int t = 0; t < T; ++t) acc[r][t] = simd::fmadd(w, simd::f8_load(x + t * op.x_stride + 8 * g), acc[r][t]);
-      });
-    }
+    if (b % kBlocksPerPrefetch == 0) simd::prefetch_ahead(op.w + b * Decoder::kBlockBytes);
+    Decoder::decode(op.w + b * Decoder::kBlockBytes, [&](int g, F8 w) {
+      for (int t = 0; t < T; ++t) acc[t] = simd::fmadd(w, simd::f8_load(x + t * op.x_stride + 8 * g), acc[t]);
+    });
   }
-  for (int t = 0; t < T; ++t)
-    for (int r = 0; r < R; ++r) op.y[t * op.y_stride + r] += simd::hsum(acc[r][t]);
+  for (int t = 0; t < T; ++t) op.y[t * op.y_stride] += simd::hsum(acc[t]);
 }
 
-// All token tiles of the item for R rows over one column range (op positioned at the item's
-// first token).
-template <typename Decoder, int R>
-void add_row_tile(TileOperands op, int64_t n_tokens) {
+// One weight row against n_tokens tokens, kTileTokens at a time while they last.
+template <typename Decoder>
+void add_row(RowOperands op, int64_t n_tokens) {
   for (int64_t t0 = 0; t0 < n_tokens;) {
     const int T = n_tokens - t0 >= kTileTokens ? kTileTokens : 1;
     if (T == kTileTokens)
-      add_tile<Decoder, R, kTileTokens>(op);
+      add_row_dots<Decoder, kTileTokens>(op);
     else
-      add_tile<Decoder, R, 1>(op);
+      add_row_dots<Decoder, 1>(op);
     op.x += T * op.x_stride;
     op.y += T * op.y_stride;
     t0 += T;
   }
 }
 
-// Decodes blocks [0, n_blocks) of R rows (w_stride bytes apart) into panel rows kChunkCols apart.
-template <typename Decoder, int R>
-void decode_panel(const uint8_t* w, std::size_t w_stride, int64_t n_blocks, float* panel) {
-  for (int r = 0; r < R; ++r)
+// Decodes blocks [0, n_blocks) of kPanelRows rows (w_stride bytes apart) into a transposed panel:
+// panel[c * kPanelRows + r] = weight (r, c), for c < n_blocks * kBlockSize.
+template <typename Decoder>
+void pack_panel(const uint8_t* w, std::size_t w_stride, int64_t n_blocks, float* panel) {
+  alignas(32) F8 block[8][Decoder::kBlockSize / 8];  // one decoder block of 8 rows
+  for (int r0 = 0; r0 < kPanelRows; r0 += 8)
     for (int64_t b = 0; b < n_blocks; ++b) {
-      float* out = panel + r * kChunkCols + b * Decoder::kBlockSize;
-      Decoder::decode(w + r * w_stride + b * Decoder::kBlockBytes, [out](int g, F8 v) { simd::f8_store(out + 8 * g, v); });
+      for (int r = 0; r < 8; ++r)
+        Decoder::decode(w + (r0 + r) * w_stride + b * Decoder::kBlockBytes, [&](int g, F8 v) { block[r][g] = v; });
+      for (int g = 0; g < Decoder::kBlockSize / 8; ++g) {
+        F8 columns[8];
+        for (int r = 0; r < 8; ++r) columns[r] = block[r][g];
+        simd::transpose8(columns);
+        float* out = panel + (b * Decoder::kBlockSize + 8 * g) * kPanelRows + r0;
+        for (int c = 0; c < 8; ++c) simd::f8_store(out + c * kPanelRows, columns[c]);
+      }
     }
+}
+
+// y[t][0..kPanelRows) += sum over c < n_cols of x[t][c] * panel column c, for T tokens.
+template <int T>
+void add_panel_block(const float* panel, int64_t n_cols, const float* x, int64_t x_stride, float* y,
+                     int64_t y_stride) {
+  F8 acc[T][2];
+  for (auto& a : acc) a[0] = a[1] = simd::f8_zero();
+  for (int64_t c = 0; c < n_cols; ++c) {
+    const F8 w0 = simd::f8_load(panel + c * kPanelRows), w1 = simd::f8_load(panel + c * kPanelRows + 8);
+    for (int t = 0; t < T; ++t) {
+      const F8 xv = simd::f8_set1(x[t * x_stride + c]);
+      acc[t][0] = simd::fmadd(xv, w0, acc[t][0]);
+      acc[t][1] = simd::fmadd(xv, w1, acc[t][1]);
+    }
+  }
+  for (int t = 0; t < T; ++t) {
+    float* out = y + t * y_stride;
+    simd::f8_store(out, simd::f8_load(out) + acc[t][0]);
+    simd::f8_store(out + 8, simd::f8_load(out + 8) + acc[t][1]);
+  }
+}
+
+// All of the item's tokens against one packed panel (x and y positioned at its first column / row).
+void add_panel(const float* panel, int64_t n_cols, const float* x, int64_t x_stride, float* y, int64_t y_stride,
+               int64_t n_tokens) {
+  for (int64_t t0 = 0; t0 < n_tokens; t0 += kBlockTokens) {
+    const float* xt = x + t0 * x_stride;
+    float* yt = y + t0 * y_stride;
+    switch (std::min<int64_t>(kBlockTokens, n_tokens - t0)) {
+      case 6: add_panel_block<6>(panel, n_cols, xt, x_stride, yt, y_stride); break;
+      case 5: add_panel_block<5>(panel, n_cols, xt, x_stride, yt, y_stride); break;
+      case 4: add_panel_block<4>(panel, n_cols, xt, x_stride, yt, y_stride); break;
+      case 3: add_panel_block<3>(panel, n_cols, xt, x_stride, yt, y_stride); break;
+      case 2: add_panel_block<2>(panel, n_cols, xt, x_stride, yt, y_stride); break;
+      default: add_panel_block<1>(panel, n_cols, xt, x_stride, yt, y_stride); break;
+    }
+  }
 }
 
 // Columns past the last whole decoder block (float types only, fewer than 8 per row).
@@ -110,9 +153,11 @@ void add_tail_columns(GgmlType type, const Item& item, int64_t first_col) {
     }
 }
 
-// Computes the item's part of y. With several token tiles (prefill), each column chunk of a row
-// tile is decoded once into a float panel that all token tiles then read (F32 weights are read in
-// place); with one token tile (decode), blocks are decoded straight into the FMAs.
+// Computes the item's part of y: whole panels of kPanelRows rows as a GEMM when the item has more
+// than kTileTokens tokens; the other rows (all of them for decode-sized items) one weight row at
+// a time, decoding blocks straight into the FMAs. Decode-sized items stream one row at a time
+// because several concurrent row streams measured 13% slower (F16, Llama-3.2-1B shape, 2 threads)
+// and there is no reuse to gain.
 template <typename Decoder>
 void run_item(GgmlType type, const Item& item) {
   const int64_t n_tokens = item.token_end - item.token_begin;
@@ -120,35 +165,22 @@ void run_item(GgmlType type, const Item& item) {
     std::fill(item.y + t * item.rows + item.row_begin, item.y + t * item.rows + item.row_end, 0.0f);
 
   const int64_t n_blocks = item.cols / Decoder::kBlockSize;
-  const bool use_panel = n_tokens > kTileTokens && !std::is_same_v<Decoder, decoders::F32>;
-  const int64_t chunk_blocks = n_tokens <= kTileTokens ? n_blocks : kChunkCols / Decoder::kBlockSize;
-  alignas(64) float panel[kTileRows * kChunkCols];  // (kTileRows, kChunkCols) decoded weights
-
-  auto add_rows = [&]<int R>(int64_t r0, int64_t b0, int64_t b1) {
-    TileOperands op{item.weights + r0 * item.row_bytes + b0 * Decoder::kBlockBytes, item.row_bytes,
-                    item.x + item.token_begin * item.cols + b0 * Decoder::kBlockSize, item.cols,
-                    item.y + item.token_begin * item.rows + r0, item.rows, b1 - b0};
-    if (!use_panel) return add_row_tile<Decoder, R>(op, n_tokens);
-    decode_panel<Decoder, R>(op.w, op.w_stride, op.n_blocks, panel);
-    op.w = reinterpret_cast<const uint8_t*>(panel);
-    op.w_stride = kChunkCols * sizeof(float);
-    op.n_blocks = (b1 - b0) * Decoder::kBlockSize / decoders::F32::kBlockSize;
-    add_row_tile<decoders::F32, R>(op, n_tokens);
-  };
-  for (int64_t b0 = 0; b0 < n_blocks; b0 += chunk_blocks) {
-    const int64_t b1 = std::min(n_blocks, b0 + chunk_blocks);
-    for (int64_t r0 = item.row_begin; r0 < item.row_end;) {
-      // Decode-sized batches stream one weight row at a time: several concurrent row streams
-      // measured 13% slower (F16, Llama-3.2-1B shape, 2 threads) and there is no reuse to gain.
-      if (n_tokens > kTileTokens && item.row_end - r0 >= kTileRows) {
-        add_rows.template operator()<kTileRows>(r0, b0, b1);
-        r0 += kTileRows;
-      } else {
-        add_rows.template operator()<1>(r0, b0, b1);
-        r0 += 1;
+  const float* x = item.x + item.token_begin * item.cols;
+  float* y = item.y + item.token_begin * item.rows;
+  int64_t r0 = item.row_begin;
+  if (n_tokens > kTileTokens) {
+    constexpr int64_t kPanelBlocks = kPanelCols / Decoder::kBlockSize;
+    alignas(64) float panel[kPanelCols * kPanelRows];  // (kPanelCols, kPanelRows) decoded weights, transposed
+    for (; item.row_end - r0 >= kPanelRows; r0 += kPanelRows)
+      for (int64_t b0 = 0; b0 < n_blocks; b0 += kPanelBlocks) {
+        const int64_t blocks = std::min(kPanelBlocks, n_blocks - b0);
+        pack_panel<Decoder>(item.weights + r0 * item.row_bytes + b0 * Decoder::kBlockBytes, item.row_bytes, blocks, panel);
+        add_panel(panel, blocks * Decoder::kBlockSize, x + b0 * Decoder::kBlockSize, item.cols, y + r0, item.rows,
+                  n_tokens);
       }
-    }
   }
+  for (; r0 < item.row_end; ++r0)
+    add_row<Decoder>({item.weights + r0 * item.row_bytes, x, item.cols, y + r0, item.rows, n_blocks}, n_tokens);
   if (n_blocks * Decoder::kBlockSize < item.cols) add_tail_columns(type, item, n_blocks * Decoder::kBlockSize);
 }
 

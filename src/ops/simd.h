@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <utility>
 
 #include "ops/half.h"
 
@@ -54,6 +55,25 @@ inline F8 hsum8(const F8* a) {
   const __m256 s0123 = _mm256_hadd_ps(_mm256_hadd_ps(a[0].v, a[1].v), _mm256_hadd_ps(a[2].v, a[3].v));
   const __m256 s4567 = _mm256_hadd_ps(_mm256_hadd_ps(a[4].v, a[5].v), _mm256_hadd_ps(a[6].v, a[7].v));
   return {_mm256_add_ps(_mm256_permute2f128_ps(s0123, s4567, 0x20), _mm256_permute2f128_ps(s0123, s4567, 0x31))};
+}
+
+// In place: a[i] lane j becomes a[j] lane i (an 8 x 8 transpose in 24 shuffles).
+inline void transpose8(F8* a) {
+  __m256 t[8], u[8];
+  for (int i = 0; i < 8; i += 2) {
+    t[i] = _mm256_unpacklo_ps(a[i].v, a[i + 1].v);
+    t[i + 1] = _mm256_unpackhi_ps(a[i].v, a[i + 1].v);
+  }
+  for (int i = 0; i < 8; i += 4) {
+    u[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);
+    u[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xEE);
+    u[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+    u[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
+  }
+  for (int i = 0; i < 4; ++i) {
+    a[i].v = _mm256_permute2f128_ps(u[i], u[i + 4], 0x20);
+    a[i + 4].v = _mm256_permute2f128_ps(u[i], u[i + 4], 0x31);
+  }
 }
 
 inline I8 i8_set1(int32_t a) { return {_mm256_set1_epi32(a)}; }
@@ -121,6 +141,11 @@ inline float hsum(F8 a) {
 
 inline F8 hsum8(const F8* a) {
   return f8_map([a](int k) { return hsum(a[k]); });
+}
+
+inline void transpose8(F8* a) {
+  for (int i = 0; i < 8; ++i)
+    for (int j = i + 1; j < 8; ++j) std::swap(a[i].v[j], a[j].v[i]);
 }
 
 inline I8 i8_set1(int32_t a) { return i8_map([a](int) { return a; }); }
