@@ -1,6 +1,7 @@
 // matmul throughput at the Llama-3.2-1B FFN shape (2048 x 8192 weights): the decode GEMV
-// (n_tokens = 1: weight bytes read per second) and prefill (n_tokens = 64: FLOP/s). Rates use
-// real time, so run on an idle machine (OMP_NUM_THREADS sets the threads).
+// (n_tokens = 1: weight bytes read per second) and prefill (n_tokens = 64 = one work item, and
+// 512 = one ubatch: FLOP/s). Rates use real time, so run on an idle machine (OMP_NUM_THREADS sets
+// the threads).
 // Run: build/bench/bench_matmul --benchmark_counters_tabular=true
 #include <benchmark/benchmark.h>
 
@@ -70,7 +71,7 @@ MKV_MATMUL_FAST_BENCH(Q5_0);
 MKV_MATMUL_FAST_BENCH(Q5_1);
 
 #define MKV_MATMUL_BENCH(type) \
-  BENCHMARK_CAPTURE(BM_Matmul, type, mkv::GgmlType::type)->Arg(1)->Arg(64)->UseRealTime()->Unit(benchmark::kMillisecond)
+  BENCHMARK_CAPTURE(BM_Matmul, type, mkv::GgmlType::type)->Arg(1)->Arg(64)->Arg(512)->UseRealTime()->Unit(benchmark::kMillisecond)
 
 MKV_MATMUL_BENCH(Q8_0);
 MKV_MATMUL_BENCH(F16);

@@ -169,6 +169,7 @@ void run_item(GgmlType type, const Item& item) {
   float* y = item.y + item.token_begin * item.rows;
   int64_t r0 = item.row_begin;
   if (n_tokens > kTileTokens) {
+    static_assert(kPanelCols % Decoder::kBlockSize == 0, "a panel holds whole decoder blocks");
     constexpr int64_t kPanelBlocks = kPanelCols / Decoder::kBlockSize;
     alignas(64) float panel[kPanelCols * kPanelRows];  // (kPanelCols, kPanelRows) decoded weights, transposed
     for (; item.row_end - r0 >= kPanelRows; r0 += kPanelRows)
