@@ -79,7 +79,9 @@ void ResultsStore::append(const nlohmann::json& row) {
             "a result row needs an integer 'index'");
   const auto index = row["index"].get<int64_t>();
   MKV_CHECK(!done(index), "{}: index {} is already stored", path_.string(), index);
-  const std::string line = row.dump() + "\n";
+  // Generated text may end inside a multi-byte character (byte-fallback tokens): invalid UTF-8 is
+  // stored as U+FFFD, and the row is kept as it will read back on resume.
+  const std::string line = row.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
   size_t written = 0;
   while (written < line.size()) {
     const ssize_t n = ::write(fd_, line.data() + written, line.size() - written);
@@ -89,7 +91,7 @@ void ResultsStore::append(const nlohmann::json& row) {
   }
   MKV_CHECK(::fsync(fd_) == 0, "cannot flush {} to disk: {}", path_.string(), std::strerror(errno));
   done_.insert(index);
-  rows_.push_back(row);
+  rows_.push_back(nlohmann::json::parse(line));
 }
 
 ShardSpec ShardSpec::parse(std::string_view spec) {

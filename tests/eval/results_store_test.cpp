@@ -49,6 +49,21 @@ TEST(ResultsStore, ResumeAfterKillEqualsUninterruptedRun) {
   EXPECT_EQ(reopened.size(), 10u);
 }
 
+// A generation cut inside a multi-byte character (here the first two bytes of "“") is stored with
+// one U+FFFD, and the store holds the row as it reads back after a restart.
+TEST(ResultsStore, StoresInvalidUtf8FromTheModelAsReplacementCharacters) {
+  const auto path = test::temp_dir() / "pred_utf8.jsonl";
+  const std::string cut = "the value is \xE2\x80";
+  {
+    ResultsStore store(path);
+    store.append({{"index", 0}, {"pred", cut}, {"outputs", {"x"}}});
+    EXPECT_EQ(store.rows().at(0)["pred"].get<std::string>(), "the value is \uFFFD");
+  }
+  ResultsStore reopened(path);
+  ASSERT_EQ(reopened.rows().size(), 1u);
+  EXPECT_EQ(reopened.rows()[0]["pred"].get<std::string>(), "the value is \uFFFD");
+}
+
 TEST(ResultsStore, RejectsBadRows) {
   const auto path = test::temp_dir() / "pred.jsonl";
   {
