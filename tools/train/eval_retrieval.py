@@ -19,28 +19,10 @@ import tempfile
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from tasks import BOS, Corpus, TaskGenerator, needle, question  # noqa: E402
+from tasks import BOS, Corpus, needle_prompt  # noqa: E402
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "../..")
 ASSETS = os.environ.get("MOMENTKV_ASSETS", os.path.join(ROOT, "../shared/assets"))
-
-
-def build_prompt(corpus, rng, length, depth, n_needles, kind="number"):
-    """Haystack sentences with n_needles needles (the asked one at `depth`), then the question;
-    `length` tokens including BOS. Returns (text, value, ids)."""
-    keys = TaskGenerator.random_keys(rng, n_needles)
-    values = [TaskGenerator.random_value(rng, kind) for _ in keys]
-    needle_ids = [corpus.encode(needle(kind, k, v)) for k, v in zip(keys, values)]
-    q = question(kind, keys[0])
-    budget = length - 1 - len(corpus.encode(q)) - sum(map(len, needle_ids))
-    texts, ids = corpus.haystack(rng, budget)
-    while sum(map(len, ids)) > budget:
-        texts.pop(), ids.pop()
-    slots = [round(depth * len(texts))] + [rng.randint(0, len(texts)) for _ in keys[1:]]
-    for slot, (k, v) in sorted(zip(slots, zip(keys, values)), key=lambda s: -s[0]):
-        texts.insert(slot, needle(kind, k, v))
-    text = " ".join(texts + [q])
-    return text, values[0], [BOS] + corpus.encode(text)
 
 
 def engine_generate(binary, model, text, n_predict, expected_ids):
@@ -64,7 +46,7 @@ def retrieval(args, corpus):
     for length in args.lengths:
         for depth in args.depths:
             for _ in range(args.per_cell):
-                text, value, ids = build_prompt(corpus, rng, length, depth, args.needles)
+                text, value, ids = needle_prompt(corpus, rng, length, depth, args.needles)
                 answer = engine_generate(args.binary, args.model, text, 12, ids)
                 rows.append({"length": len(ids), "target_length": length, "depth": depth, "value": value,
                              "answer": answer, "correct": answer.strip().startswith(value)})

@@ -5,7 +5,9 @@ and optionally writes the PyTorch logits of a fixed token sequence, for the engi
       --reference-logits tests/engine/data/trained_model_logits.bin
 
 Reference file layout (little-endian): int32 n_tokens, int32 n_vocab, int32 tokens[n_tokens],
-float32 logits[n_tokens][n_vocab]."""
+float32 logits[n_tokens][n_vocab]. The needle prompt file (--needle-prompt) holds the expected value
+on its first line and the prompt after it: a held-out single-needle prompt of 1024 tokens, depth 0.5,
+seed 7 (tasks.needle_prompt), for the engine's retrieval test."""
 import argparse
 import os
 import random
@@ -16,6 +18,9 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from model import Llama, ModelConfig, export_llama2c  # noqa: E402
+from tasks import Corpus, needle_prompt  # noqa: E402
+
+ASSETS = os.environ.get("MOMENTKV_ASSETS", os.path.join(os.path.dirname(__file__), "../../../shared/assets"))
 
 REFERENCE_TOKENS = 48  # 48 x 512 logits = 96 KiB
 
@@ -43,11 +48,19 @@ def write_reference_logits(model, path):
         f.write(logits.to(torch.float32).contiguous().numpy().tobytes())
 
 
+def write_needle_prompt(path):
+    corpus = Corpus(os.path.join(ASSETS, "text/tinystories_val.txt"), os.path.join(ASSETS, "tok512.model"), "heldout")
+    text, value, _ = needle_prompt(corpus, random.Random(7), 1024, 0.5, 1)
+    with open(path, "w") as f:
+        f.write(value + "\n" + text)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--checkpoint", required=True)
     p.add_argument("--bin", required=True, help="llama2.c .bin to write")
     p.add_argument("--reference-logits", help="also write the PyTorch logits of the reference tokens here")
+    p.add_argument("--needle-prompt", help="also write the retrieval test's needle prompt here")
     args = p.parse_args()
     model, step = load_checkpoint(args.checkpoint)
     export_llama2c(model, args.bin)
@@ -55,6 +68,9 @@ def main():
     if args.reference_logits:
         write_reference_logits(model, args.reference_logits)
         print(f"wrote reference logits to {args.reference_logits}")
+    if args.needle_prompt:
+        write_needle_prompt(args.needle_prompt)
+        print(f"wrote the needle prompt to {args.needle_prompt}")
 
 
 if __name__ == "__main__":

@@ -133,31 +133,68 @@ class Llama(nn.Module):
         return self.norm(x) @ self.tok_embeddings.weight.t()
 
 
-def seed_previous_token_head(model: Llama, pairs=6, strength=8.0):
-    """Initialises layer 0's query head 0 (and its KV head) to attend to the previous position.
+def seed_induction_circuit(model: Llama, max_slow_angle=0.5, prev_gain=4.0, match_gain=2.0, copy_gain=0.05):
+    """Builds a working induction (copy) circuit into the initial weights; training is free to
+    change all of it.
 
-    Content-based copying needs a previous-token head feeding an induction head; without one the
-    copy loss gives the induction head no gradient, and tiny models sit on a long plateau. We
-    reserve the last embedding dimension as a constant feature (the same value for every token,
-    which shifts all tied-classifier logits equally), make q and k functions of it alone on the
-    `pairs` fastest RoPE frequencies, with k pre-rotated by one position, so that
-    q_t . k_s = strength^2 * sum_i cos((t - s - 1) theta_i), largest at s = t - 1. Training is
-    free to change all of it."""
+    Copying by content needs two heads that only help together (a previous-token head and a head
+    that matches the current token against each position's previous token), so from a random
+    start tiny models sit on a long loss plateau before both form. Here they exist from step 0:
+      residual dims: content [0, D-1-hd) (token embeddings), prev [D-1-hd, D-1) (written by the
+      previous-token head), const D-1 (the same value for every token; it shifts all
+      tied-classifier logits equally);
+      layer 0, query head 0 / KV head 0: q and k read the const dim on the RoPE pairs that turn
+        at least max_slow_angle over the context, k pre-rotated by one position, so
+        q_t . k_s = prev_gain^2 * sum_i cos((t - s - 1) theta_i), largest at s = t - 1; v copies the
+        first hd content dims and wo writes them into the prev dims;
+      layer 1, query head 0 / KV head 0: on the slow RoPE pairs (turning less than max_slow_angle
+        over the whole context, so the match does not depend on distance) q reads the current
+        token's content dims and k the prev dims, so q_t . k_s is largest where token s-1 equals
+        token t; v copies token s's content dims and wo adds them back to the content dims, which
+        raises token s's tied-classifier logit: the prediction of the token that followed the
+        previous occurrence."""
     c = model.c
+    hd, dim = c.head_dim, c.dim
+    const = dim - 1
+    prev = list(range(dim - 1 - hd, dim - 1))
+    freqs = 1.0 / c.rope_theta ** (torch.arange(0, hd, 2, dtype=torch.float64) / hd)
+    slow = [i for i in range(hd // 2) if freqs[i].item() * c.seq_len <= max_slow_angle]
+    fast = [i for i in range(hd // 2) if i not in slow]
+    if len(slow) < 4:
+        raise ValueError(f"RoPE base {c.rope_theta:g} leaves {len(slow)} pairs turning less than "
+                         f"{max_slow_angle} rad over {c.seq_len} positions; the induction head needs >= 4")
     with torch.no_grad():
         emb = model.tok_embeddings.weight
-        emb[:, -1] = 0.1  # after RMSNorm about 4.6 for the default init (std 0.02)
-        const = (0.1 / (emb[:, :-1].pow(2).sum(1).mean() / c.dim + 0.01 / c.dim).sqrt()).item()
-        attention = model.layers[0].attention
-        hd = c.head_dim
-        freqs = 1.0 / c.rope_theta ** (torch.arange(0, hd, 2, dtype=torch.float64) / hd)
-        attention.wq.weight[:hd].zero_()
-        attention.wk.weight[:hd].zero_()
-        for i in range(pairs):
+        emb[:, prev] = 0.0
+        emb[:, const] = 0.1
+        rms = emb.pow(2).mean(1).sqrt().mean().item()
+        const_normed = 0.1 / rms  # the const dim after RMSNorm
+        content_normed = 0.02 / rms  # one content dim after RMSNorm (init std 0.02)
+
+        first = model.layers[0].attention
+        for w in (first.wq.weight, first.wk.weight, first.wv.weight):
+            w[:hd].zero_()
+        first.wo.weight[:, :hd].zero_()
+        for i in fast:
             theta = freqs[i].item()
-            attention.wq.weight[2 * i, -1] = strength / const
-            attention.wk.weight[2 * i, -1] = strength * math.cos(theta) / const
-            attention.wk.weight[2 * i + 1, -1] = strength * math.sin(theta) / const
+            first.wq.weight[2 * i, const] = prev_gain / const_normed
+            first.wk.weight[2 * i, const] = prev_gain * math.cos(theta) / const_normed
+            first.wk.weight[2 * i + 1, const] = prev_gain * math.sin(theta) / const_normed
+        for j in range(hd):
+            first.wv.weight[j, j] = 1.0
+            first.wo.weight[prev[j], j] = 0.02 / content_normed  # prev dims get the content scale
+
+        second = model.layers[1].attention
+        for w in (second.wq.weight, second.wk.weight, second.wv.weight):
+            w[:hd].zero_()
+        second.wo.weight[:, :hd].zero_()
+        slow_dims = [d for i in slow for d in (2 * i, 2 * i + 1)]
+        for m, d in enumerate(slow_dims):
+            second.wq.weight[d, m] = match_gain
+            second.wk.weight[d, prev[m]] = match_gain
+        for j in range(hd):
+            second.wv.weight[j, j] = 1.0
+            second.wo.weight[j, j] = copy_gain
 
 
 def export_llama2c(model: Llama, path):

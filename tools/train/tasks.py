@@ -229,3 +229,21 @@ class TaskGenerator:
             _, pad = self.corpus.haystack(rng, length - len(ids))
             ids += [t for s in pad for t in s]
         return Sample(ids[:length], (mask + [0] * length)[:length])
+
+
+def needle_prompt(corpus, rng, length, depth, n_needles, kind="number"):
+    """Haystack sentences with n_needles needles (the asked one at `depth`), then the question;
+    `length` tokens including BOS. Returns (text, value, ids)."""
+    keys = TaskGenerator.random_keys(rng, n_needles)
+    values = [TaskGenerator.random_value(rng, kind) for _ in keys]
+    needle_ids = [corpus.encode(needle(kind, k, v)) for k, v in zip(keys, values)]
+    q = question(kind, keys[0])
+    budget = length - 1 - len(corpus.encode(q)) - sum(map(len, needle_ids))
+    texts, ids = corpus.haystack(rng, budget)
+    while sum(map(len, ids)) > budget:
+        texts.pop(), ids.pop()
+    slots = [round(depth * len(texts))] + [rng.randint(0, len(texts)) for _ in keys[1:]]
+    for slot, (k, v) in sorted(zip(slots, zip(keys, values)), key=lambda s: -s[0]):
+        texts.insert(slot, needle(kind, k, v))
+    text = " ".join(texts + [q])
+    return text, values[0], [BOS] + corpus.encode(text)

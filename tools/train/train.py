@@ -18,7 +18,7 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from model import Llama, ModelConfig, export_llama2c, seed_previous_token_head  # noqa: E402
+from model import Llama, ModelConfig, export_llama2c, seed_induction_circuit  # noqa: E402
 from tasks import ANSWER, Corpus, TaskGenerator  # noqa: E402
 
 ASSETS = os.environ.get("MOMENTKV_ASSETS", os.path.join(os.path.dirname(__file__), "../../../shared/assets"))
@@ -35,8 +35,8 @@ def parse_args():
     p.add_argument("--answer-weight", type=float, default=1.0, help="weight of the mean loss over answers and copied spans")
     p.add_argument("--mix", type=parse_mix, default=None,
                    help="task weights, e.g. random_repeat:0.3,retrieval:0.5,text:0.2 (default: tasks.py TASKS)")
-    p.add_argument("--seed-prev-token-head", action="store_true",
-                   help="initialise layer 0 head 0 as a previous-token head (model.seed_previous_token_head)")
+    p.add_argument("--seed-induction", action="store_true",
+                   help="start from a working copy circuit in layers 0-1 (model.seed_induction_circuit)")
     p.add_argument("--seed", type=int, default=1234)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--checkpoint-every", type=int, default=50)
@@ -114,8 +114,8 @@ def main():
     config = ModelConfig(dim=args.dim, hidden_dim=args.hidden_dim, n_layers=args.layers, n_heads=args.heads,
                          n_kv_heads=args.kv_heads, seq_len=max(l for l, _ in phases), rope_theta=args.rope_theta)
     model = Llama(config)
-    if args.seed_prev_token_head:
-        seed_previous_token_head(model)
+    if args.seed_induction:
+        seed_induction_circuit(model)
     optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, betas=(0.9, 0.95), weight_decay=0.1)
     checkpoint = os.path.join(args.out, "checkpoint.pt")
     step = 0
