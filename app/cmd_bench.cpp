@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <filesystem>
 #include <sstream>
+#include <tuple>
+#include <utility>
 
 #include "commands.h"
 #include "core/error.h"
@@ -109,10 +111,9 @@ int run_bench(const BenchOptions& o) {
             rows.push_back({name, fp, t, press, result});
             if (!result.nc_off_tokens_per_s.empty()) {
               BenchResult off = result;
-              off.tokens_per_s = result.nc_off_tokens_per_s;
-              off.mean_tps = result.nc_off_mean_tps;
-              off.std_tps = result.nc_off_std_tps;
+              off.tokens_per_s = std::move(off.nc_off_tokens_per_s);
               off.nc_off_tokens_per_s.clear();
+              std::tie(off.mean_tps, off.std_tps) = mean_and_std(off.tokens_per_s);
               rows.push_back({name, fp, t, press + ", NC off (same cache)", off, true});
             }
           }

@@ -165,7 +165,6 @@ BenchResult run_bench(Transformer& model, const ModelFootprint& footprint, const
   if (nc_ab) session.set_nc(true);
   const double n = static_cast<double>(r.tokens_per_s.size() + r.nc_off_tokens_per_s.size());
   std::tie(r.mean_tps, r.std_tps) = mean_and_std(r.tokens_per_s);
-  std::tie(r.nc_off_mean_tps, r.nc_off_std_tps) = mean_and_std(r.nc_off_tokens_per_s);
   // A prompt reads the weights once per micro-batch, a generated token once per token.
   const double weight_passes_per_token =
       test.n_prompt > 0 ? std::ceil(double(test.n_prompt) / so.ubatch) / test.n_prompt : 1.0;

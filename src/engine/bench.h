@@ -49,7 +49,6 @@ struct BenchResult {
   std::vector<double> tokens_per_s;  // one per repetition
   double mean_tps = 0.0, std_tps = 0.0;
   std::vector<double> nc_off_tokens_per_s;  // BenchConfig::nc_ab: the NC-off pass of each repetition
-  double nc_off_mean_tps = 0.0, nc_off_std_tps = 0.0;
   double bytes_per_token = 0.0;  // weights + KV rows read per token (average over the test)
   double flops_per_token = 0.0;  // matrix products + attention (average over the test)
   std::size_t kv_row_bytes = 0;  // one token of one KV head: key + value + position

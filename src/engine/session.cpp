@@ -18,10 +18,7 @@ Session::Session(Transformer& model, SessionOptions options)
             "ubatch {} must be between 1 and the model's batch limit {}", options_.ubatch, model.max_batch());
   positions_.resize(options_.ubatch);
   logits_.resize(model.config().n_vocab);
-  if (options_.press) {
-    cache_.set_nc(options_.press->nc());
-    options_.press->reset(geometry());
-  }
+  reset();
 }
 
 PressGeometry Session::geometry() const {
