@@ -19,10 +19,9 @@ import tempfile
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from tasks import BOS, Corpus, needle_prompt  # noqa: E402
+from tasks import BOS, heldout_corpus, needle_prompt  # noqa: E402
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "../..")
-ASSETS = os.environ.get("MOMENTKV_ASSETS", os.path.join(ROOT, "../shared/assets"))
 
 
 def engine_generate(binary, model, text, n_predict, expected_ids):
@@ -76,7 +75,7 @@ def heldout_perplexity(args, corpus):
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--model", required=True)
-    p.add_argument("--binary", default=os.path.join(ROOT, "build-train/momentkv"))
+    p.add_argument("--binary", default=os.path.join(ROOT, "build/momentkv"))
     p.add_argument("--lengths", default="1024,2036", type=lambda s: [int(x) for x in s.split(",")])
     p.add_argument("--depths", default="0,0.25,0.5,0.75,1", type=lambda s: [float(x) for x in s.split(",")])
     p.add_argument("--per-cell", type=int, default=10)
@@ -86,7 +85,7 @@ def main():
     p.add_argument("--ppl-windows", type=int, default=4)
     p.add_argument("--json", help="write all rows and summaries here")
     args = p.parse_args()
-    corpus = Corpus(os.path.join(ASSETS, "text/tinystories_val.txt"), os.path.join(ASSETS, "tok512.model"), "heldout")
+    corpus = heldout_corpus()
     rows = retrieval(args, corpus)
     by_length = {L: np.mean([r["correct"] for r in rows if r["target_length"] == L]) for L in args.lengths}
     mean_nll, n_tokens = heldout_perplexity(args, corpus)

@@ -18,9 +18,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from model import Llama, ModelConfig, export_llama2c  # noqa: E402
-from tasks import Corpus, needle_prompt  # noqa: E402
-
-ASSETS = os.environ.get("MOMENTKV_ASSETS", os.path.join(os.path.dirname(__file__), "../../../shared/assets"))
+from tasks import heldout_corpus, needle_prompt  # noqa: E402
 
 REFERENCE_TOKENS = 48  # 48 x 512 logits = 96 KiB
 
@@ -49,8 +47,7 @@ def write_reference_logits(model, path):
 
 
 def write_needle_prompt(path):
-    corpus = Corpus(os.path.join(ASSETS, "text/tinystories_val.txt"), os.path.join(ASSETS, "tok512.model"), "heldout")
-    text, value, _ = needle_prompt(corpus, random.Random(7), 1024, 0.5, 1)
+    text, value, _ = needle_prompt(heldout_corpus(), random.Random(7), 1024, 0.5, 1)
     with open(path, "w") as f:
         f.write(value + "\n" + text)
 

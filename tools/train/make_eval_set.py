@@ -15,10 +15,8 @@ import random
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from tasks import Corpus, needle_prompt  # noqa: E402
+from tasks import heldout_corpus, needle_prompt  # noqa: E402
 
-ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "../..")
-ASSETS = os.environ.get("MOMENTKV_ASSETS", os.path.join(ROOT, "../shared/assets"))
 TOKENS_TO_GENERATE = 128  # what `momentkv eval ruler` generates for task names containing "niah"
 
 
@@ -44,7 +42,7 @@ def main():
     if args.length <= TOKENS_TO_GENERATE + 64:
         p.error(f"--length must exceed {TOKENS_TO_GENERATE + 64} (the prompt gets length - {TOKENS_TO_GENERATE})")
     os.makedirs(args.out, exist_ok=True)
-    corpus = Corpus(os.path.join(ASSETS, "text/tinystories_val.txt"), os.path.join(ASSETS, "tok512.model"), "heldout")
+    corpus = heldout_corpus()
     rng = random.Random(args.seed)
     write_task(os.path.join(args.out, "own_niah_single.jsonl"), corpus, rng, args.length, args.samples, 1)
     write_task(os.path.join(args.out, "own_niah_multikey.jsonl"), corpus, rng, args.length, args.samples,

@@ -171,29 +171,30 @@ def seed_induction_circuit(model: Llama, max_slow_angle=0.5, prev_gain=4.0, matc
         const_normed = 0.1 / rms  # the const dim after RMSNorm
         content_normed = 0.02 / rms  # one content dim after RMSNorm (init std 0.02)
 
-        first = model.layers[0].attention
-        for w in (first.wq.weight, first.wk.weight, first.wv.weight):
-            w[:hd].zero_()
-        first.wo.weight[:, :hd].zero_()
+        def take_head0(attention):
+            """Query head 0 and KV head 0 start from zero, except v = the first hd content dims."""
+            for w in (attention.wq.weight, attention.wk.weight, attention.wv.weight):
+                w[:hd].zero_()
+            attention.wo.weight[:, :hd].zero_()
+            for j in range(hd):
+                attention.wv.weight[j, j] = 1.0
+            return attention
+
+        first = take_head0(model.layers[0].attention)
         for i in fast:
             theta = freqs[i].item()
             first.wq.weight[2 * i, const] = prev_gain / const_normed
             first.wk.weight[2 * i, const] = prev_gain * math.cos(theta) / const_normed
             first.wk.weight[2 * i + 1, const] = prev_gain * math.sin(theta) / const_normed
         for j in range(hd):
-            first.wv.weight[j, j] = 1.0
             first.wo.weight[prev[j], j] = 0.02 / content_normed  # prev dims get the content scale
 
-        second = model.layers[1].attention
-        for w in (second.wq.weight, second.wk.weight, second.wv.weight):
-            w[:hd].zero_()
-        second.wo.weight[:, :hd].zero_()
+        second = take_head0(model.layers[1].attention)
         slow_dims = [d for i in slow for d in (2 * i, 2 * i + 1)]
         for m, d in enumerate(slow_dims):
             second.wq.weight[d, m] = match_gain
             second.wk.weight[d, prev[m]] = match_gain
         for j in range(hd):
-            second.wv.weight[j, j] = 1.0
             second.wo.weight[j, j] = copy_gain
 
 

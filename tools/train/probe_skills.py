@@ -13,9 +13,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from model import Llama, ModelConfig  # noqa: E402
-from tasks import ANSWER, COPY, Corpus, TaskGenerator  # noqa: E402
-
-ASSETS = os.environ.get("MOMENTKV_ASSETS", os.path.join(os.path.dirname(__file__), "../../../shared/assets"))
+from tasks import ANSWER, COPY, TaskGenerator, heldout_corpus  # noqa: E402
 
 
 def main():
@@ -30,8 +28,7 @@ def main():
     model = Llama(ModelConfig(**state["config"]))
     model.load_state_dict(state["model"])
     model.eval()
-    generator = TaskGenerator(Corpus(os.path.join(ASSETS, "text/tinystories_val.txt"),
-                                     os.path.join(ASSETS, "tok512.model"), "heldout"))
+    generator = TaskGenerator(heldout_corpus())
     print(f"step {state['step']}, length {args.length}, {args.samples} samples per task")
     for task, kind in [("repeat", COPY), ("random_repeat", COPY), ("retrieval", ANSWER), ("vartrack", ANSWER)]:
         rng = random.Random(args.seed)

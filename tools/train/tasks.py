@@ -4,12 +4,16 @@ ids of the tok512 vocabulary (stories260K's), with a mask of the answer tokens.
 Text is split into sentences that are tokenized one by one; because SentencePiece splits on
 whitespace and adds a dummy prefix, joining sentences with single spaces tokenizes to exactly the
 concatenation of their ids, so a sample's ids equal what the engine produces for its text."""
+import os
 import random
 import re
 from dataclasses import dataclass
 
 import sentencepiece as spm
 
+ASSETS = os.environ.get("MOMENTKV_ASSETS", os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../../shared/assets"))
+TEXT = os.path.join(ASSETS, "text/tinystories_val.txt")
+TOKENIZER_MODEL = os.path.join(ASSETS, "tok512.model")
 BOS = 1
 VOCAB_SIZE = 512  # tok512; ids 0-2 are <unk>, <s>, </s>
 ANSWER, COPY = 1, 2  # answer_mask values
@@ -83,6 +87,11 @@ class Corpus:
             total += len(self.sentence_ids[i])
             i = (i + 1) % len(self.sentences)
         return texts, ids
+
+
+def heldout_corpus():
+    """The held-out 10% of the shared TinyStories text, the source of every evaluation haystack."""
+    return Corpus(TEXT, TOKENIZER_MODEL, "heldout")
 
 
 class TaskGenerator:

@@ -19,9 +19,7 @@ import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from model import Llama, ModelConfig, export_llama2c, seed_induction_circuit  # noqa: E402
-from tasks import ANSWER, Corpus, TaskGenerator  # noqa: E402
-
-ASSETS = os.environ.get("MOMENTKV_ASSETS", os.path.join(os.path.dirname(__file__), "../../../shared/assets"))
+from tasks import ANSWER, TEXT, TOKENIZER_MODEL, Corpus, TaskGenerator  # noqa: E402
 
 
 def parse_args():
@@ -47,8 +45,8 @@ def parse_args():
     p.add_argument("--kv-heads", type=int, default=2)
     p.add_argument("--rope-theta", type=float, default=10000.0,
                    help="RoPE base; import-llama2c reads it back from the exported table")
-    p.add_argument("--text", default=os.path.join(ASSETS, "text/tinystories_val.txt"))
-    p.add_argument("--tokenizer-model", default=os.path.join(ASSETS, "tok512.model"))
+    p.add_argument("--text", default=TEXT)
+    p.add_argument("--tokenizer-model", default=TOKENIZER_MODEL)
     return p.parse_args()
 
 
