@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <map>
 #include <sstream>
 #include <tuple>
 #include <utility>
@@ -76,7 +77,6 @@ int run_bench(const BenchOptions& o) {
   for (const auto& p : o.presses) presses.push_back(p);
 
   std::vector<Row> rows;
-  BandwidthProbeResult probe;
   for (const auto& path : models) {
     ModelOptions mo;
     mo.model_path = path;
@@ -120,13 +120,18 @@ int run_bench(const BenchOptions& o) {
         }
     }
   }
-  // Peak RSS before the probe (its 512 MiB buffer would dominate); the probe runs with the first
-  // thread count, after the tests so that it does not warm anything for them.
+  // Peak RSS before the probe (its 512 MiB buffer would dominate). One probe per thread count,
+  // after the tests so that it does not warm anything for them; each row's fraction is of the
+  // probe with its own thread count (one core cannot saturate the memory bus, two can).
   const std::size_t rss = peak_rss_bytes();
-  if (!o.no_probe) {
-    set_num_threads(threads.front());
-    probe = measure_read_bandwidth();
-  }
+  std::map<int, BandwidthProbeResult> probes;
+  if (!o.no_probe)
+    for (int t : threads) {
+      set_num_threads(t);
+      probes[t] = measure_read_bandwidth();
+    }
+  auto probe_gbs = [&](const Row& r) { return probes.contains(r.threads) ? probes[r.threads].best_gbs : 0.0; };
+  auto fraction = [&](const Row& r) { return probe_gbs(r) > 0 ? r.result.gbs() / probe_gbs(r) : 0.0; };
 
   auto test_label = [](const Row& r) {
     std::string s = r.result.test.name();
@@ -137,8 +142,10 @@ int run_bench(const BenchOptions& o) {
     nlohmann::json out;
     out["backend"] = backend_name();
     out["precision"] = o.precision;
-    out["bandwidth_probe"] = {{"best_gbs", probe.best_gbs}, {"median_gbs", probe.median_gbs}, {"bytes", probe.bytes},
-                              {"threads", probe.threads}};
+    out["bandwidth_probe"] = nlohmann::json::array();
+    for (const auto& [t, probe] : probes)
+      out["bandwidth_probe"].push_back(
+          {{"best_gbs", probe.best_gbs}, {"median_gbs", probe.median_gbs}, {"bytes", probe.bytes}, {"threads", t}});
     out["peak_rss_bytes"] = rss;
     out["kv_budget"] = o.kv_budget;
     for (const Row& r : rows) {
@@ -160,7 +167,8 @@ int run_bench(const BenchOptions& o) {
                                 {"flops_per_token", b.flops_per_token},
                                 {"gbs", b.gbs()},
                                 {"gflops", b.gflops()},
-                                {"bandwidth_fraction", probe.best_gbs > 0 ? b.gbs() / probe.best_gbs : 0.0},
+                                {"bandwidth_fraction", fraction(r)},
+                                {"probe_gbs", probe_gbs(r)},
                                 {"kv_row_bytes", b.kv_row_bytes},
                                 {"kv_bytes_held", b.kv_bytes_held},
                                 {"kv_rows_held", b.kv_rows_held},
@@ -179,8 +187,7 @@ int run_bench(const BenchOptions& o) {
       fmt::print("{},{},{},{},{},{},{},{},{:.3f},{:.3f},{:.2f},{:.2f},{:.3f},{},{},{},{:.2f}\n", r.model,
                  r.footprint.file_bytes, r.footprint.params, backend_name(), r.threads, b.test.name(), r.press,
                  b.test.depth, b.mean_tps, b.std_tps, b.gbs(), b.gflops(),
-                 probe.best_gbs > 0 ? b.gbs() / probe.best_gbs : 0.0, b.kv_row_bytes, b.kv_bytes_held, rss,
-                 probe.best_gbs);
+                 fraction(r), b.kv_row_bytes, b.kv_bytes_held, rss, probe_gbs(r));
     }
     return 0;
   }
@@ -188,17 +195,19 @@ int run_bench(const BenchOptions& o) {
   fmt::print("| --- | ---: | ---: | --- | ---: | --- | ---: | ---: | ---: | ---: |\n");
   for (const Row& r : rows) {
     const BenchResult& b = r.result;
-    const std::string frac = probe.best_gbs > 0 ? fmt::format(" ({:.0f}%)", 100.0 * b.gbs() / probe.best_gbs) : "";
+    const std::string frac = probe_gbs(r) > 0 ? fmt::format(" ({:.0f}%)", 100.0 * fraction(r)) : "";
     fmt::print("| {} | {} | {} | {} | {} | {} | {:.2f} ± {:.2f} | {:.2f}{} | {:.1f} | {} |\n", r.model,
                size_text(static_cast<double>(r.footprint.file_bytes)), params_text(static_cast<double>(r.footprint.params)),
                backend_name(), r.threads, test_label(r), b.mean_tps, b.std_tps, b.gbs(), frac, b.gflops(),
                size_text(static_cast<double>(b.kv_bytes_held)));
   }
   fmt::print("\n");
-  if (probe.best_gbs > 0)
-    fmt::print("read bandwidth (STREAM-like probe, {} threads, {}): best {:.2f} GB/s, median {:.2f} GB/s; "
-               "GB/s column = (weight + KV bytes read per token) x t/s, (%) = share of the best probe pass\n",
-               probe.threads, size_text(static_cast<double>(probe.bytes)), probe.best_gbs, probe.median_gbs);
+  for (const auto& [t, probe] : probes)
+    fmt::print("read bandwidth (STREAM-like probe, {} thread{}, {}): best {:.2f} GB/s, median {:.2f} GB/s\n", t,
+               t == 1 ? "" : "s", size_text(static_cast<double>(probe.bytes)), probe.best_gbs, probe.median_gbs);
+  if (!probes.empty())
+    fmt::print("GB/s column = (weight + KV bytes read per token) x t/s; (%) = share of the best probe pass with the "
+               "row's thread count\n");
   for (const Row& r : rows)
     if (!r.result.nc_off_tokens_per_s.empty() && !r.result.tokens_per_s.empty()) {
       // Per repetition, the NC-on pass's time over the NC-off pass's on the same cache.

@@ -52,6 +52,7 @@ ModelFootprint model_footprint(const GgufFile& file) {
     }
     f.weight_bytes_per_token += static_cast<double>(t.nbytes);
     if (t.dims.size() >= 2) f.matmul_params += static_cast<double>(t.n_elements());
+    if (t.name == "output.weight" || (tied && embedding)) f.output_params = static_cast<double>(t.n_elements());
   }
   return f;
 }
@@ -165,11 +166,13 @@ BenchResult run_bench(Transformer& model, const ModelFootprint& footprint, const
   if (nc_ab) session.set_nc(true);
   const double n = static_cast<double>(r.tokens_per_s.size() + r.nc_off_tokens_per_s.size());
   std::tie(r.mean_tps, r.std_tps) = mean_and_std(r.tokens_per_s);
-  // A prompt reads the weights once per micro-batch, a generated token once per token.
+  // A prompt reads the weights once per micro-batch, a generated token once per token; a prompt
+  // computes logits (the output head's product) only for the last token of each micro-batch.
   const double weight_passes_per_token =
       test.n_prompt > 0 ? std::ceil(double(test.n_prompt) / so.ubatch) / test.n_prompt : 1.0;
   r.bytes_per_token = footprint.weight_bytes_per_token * weight_passes_per_token + kv_sum / n;
-  r.flops_per_token = 2.0 * footprint.matmul_params + af_sum / n;
+  r.flops_per_token = 2.0 * (footprint.matmul_params - footprint.output_params) +
+                      2.0 * footprint.output_params * weight_passes_per_token + af_sum / n;
   r.kv_bytes_held = session.cache().bytes_held();
   r.kv_rows_held = session.cache().total_tokens();
   return r;

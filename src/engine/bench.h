@@ -22,6 +22,7 @@ struct ModelFootprint {
   int64_t params = 0;                   // all tensor elements
   double weight_bytes_per_token = 0.0;  // matrices read per token (+ one embedding row)
   double matmul_params = 0.0;           // multiply-adds per token in the matrix products
+  double output_params = 0.0;           // the part of matmul_params in the output head (vocab x embd)
 };
 ModelFootprint model_footprint(const GgufFile& file);
 

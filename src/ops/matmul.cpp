@@ -27,7 +27,7 @@ using simd::F8;
 constexpr int64_t kMinParallelMacs = 1 << 18;  // multiply-adds below which one thread is faster
 constexpr int kTileTokens = 3;
 constexpr int64_t kItemRows = 64;
-constexpr int64_t kItemTokens = 64;
+constexpr int64_t kItemTokens = 128;  // 64: 2-4% slower (panel packing twice as often); 256: slower (x leaves L2)
 constexpr int kPanelRows = 16;      // two 8-lane vectors per panel column
 constexpr int64_t kPanelCols = 256; // a multiple of every block size; 256 x 16 floats = 16 KiB
 constexpr int kBlockTokens = 6;     // 6 x 2 accumulators + 2 panel vectors + 1 broadcast = 15 registers
@@ -104,6 +104,16 @@ void pack_panel(const uint8_t* w, std::size_t w_stride, int64_t n_blocks, float*
     }
 }
 
+// Asks for the weights of the panel pack_panel will read next (into L2), so that the DRAM reads
+// overlap the current panel's FMAs: the panel's 16 row pieces are too short for the hardware
+// prefetcher (measured +2-5% on 8192 x 2048 products, 512 tokens, F16 and Q8_0).
+template <typename Decoder>
+void prefetch_panel(const uint8_t* w, std::size_t w_stride, int64_t n_blocks) {
+  const std::size_t bytes = static_cast<std::size_t>(n_blocks) * Decoder::kBlockBytes;
+  for (int r = 0; r < kPanelRows; ++r)
+    for (std::size_t offset = 0; offset < bytes; offset += 64) __builtin_prefetch(w + r * w_stride + offset, 0, 2);
+}
+
 // y[t][0..kPanelRows) += sum over c < n_cols of x[t][c] * panel column c, for T tokens.
 template <int T>
 void add_panel_block(const float* panel, int64_t n_cols, const float* x, int64_t x_stride, float* y,
@@ -176,6 +186,12 @@ void run_item(GgmlType type, const Item& item) {
       for (int64_t b0 = 0; b0 < n_blocks; b0 += kPanelBlocks) {
         const int64_t blocks = std::min(kPanelBlocks, n_blocks - b0);
         pack_panel<Decoder>(item.weights + r0 * item.row_bytes + b0 * Decoder::kBlockBytes, item.row_bytes, blocks, panel);
+        // The next panel: the next columns of these rows, else the first columns of the next rows.
+        if (b0 + kPanelBlocks < n_blocks)
+          prefetch_panel<Decoder>(item.weights + r0 * item.row_bytes + (b0 + kPanelBlocks) * Decoder::kBlockBytes,
+                                  item.row_bytes, std::min(kPanelBlocks, n_blocks - b0 - kPanelBlocks));
+        else if (item.row_end - r0 >= 2 * kPanelRows)
+          prefetch_panel<Decoder>(item.weights + (r0 + kPanelRows) * item.row_bytes, item.row_bytes, std::min(kPanelBlocks, n_blocks));
         add_panel(panel, blocks * Decoder::kBlockSize, x + b0 * Decoder::kBlockSize, item.cols, y + r0, item.rows,
                   n_tokens);
       }

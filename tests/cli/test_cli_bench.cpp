@@ -49,12 +49,30 @@ TEST(CliBench, MarkdownTableHasOneRowPerTest) {
   EXPECT_NE(r.out.find("peak RSS"), std::string::npos);
 }
 
+TEST(CliBench, ProbesBandwidthWithEachThreadCount) {
+  const BenchRun r = run_momentkv("bench -m " + tiny_model() + " -p 0 -n 2 -r 1 -t 1,2 -o json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["bandwidth_probe"].size(), 2u);
+  ASSERT_EQ(j["results"].size(), 2u);
+  for (std::size_t i = 0; i < 2; ++i) {
+    const auto& probe = j["bandwidth_probe"][i];
+    const auto& row = j["results"][i];
+    EXPECT_EQ(probe["threads"].get<int>(), static_cast<int>(i) + 1);
+    EXPECT_EQ(row["threads"], probe["threads"]);
+    EXPECT_DOUBLE_EQ(row["probe_gbs"].get<double>(), probe["best_gbs"].get<double>());
+    EXPECT_NEAR(row["bandwidth_fraction"].get<double>(), row["gbs"].get<double>() / probe["best_gbs"].get<double>(),
+                1e-9);
+  }
+}
+
 TEST(CliBench, JsonWithAPressAtDepth) {
   const BenchRun r = run_momentkv("bench -m " + tiny_model() +
                                   " -p 0 -n 4 -d 32 -r 2 -t 1 -o json --press snapkv --kv-budget 16 --fast -ctk f16");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
-  EXPECT_GT(j["bandwidth_probe"]["best_gbs"].get<double>(), 0.0);
+  ASSERT_EQ(j["bandwidth_probe"].size(), 1u);
+  EXPECT_GT(j["bandwidth_probe"][0]["best_gbs"].get<double>(), 0.0);
   EXPECT_GT(j["peak_rss_bytes"].get<double>(), 0.0);
   ASSERT_EQ(j["results"].size(), 2u);  // tg4 @ d32 with the full cache, then with the press
   for (const auto& row : j["results"]) {

@@ -1,0 +1,47 @@
+// What `momentkv bench` counts per token: the output head is one product per generated token but
+// only one row per prompt micro-batch, for tied and untied classifiers alike.
+#include <gtest/gtest.h>
+
+#include "engine/bench.h"
+#include "gguf/gguf_file.h"
+#include "model/random_model.h"
+#include "support/test_support.h"
+
+namespace mkv {
+namespace {
+
+class BenchAccounting : public ::testing::TestWithParam<bool> {};
+
+TEST_P(BenchAccounting, OutputHeadCountsOncePerMicroBatchInPrefill) {
+  RandomModelSpec spec;
+  spec.n_vocab = 4096;  // the output head dominates the products, as in real models
+  spec.tied_output = GetParam();
+  const auto path = (test::temp_dir() / "bench_accounting.gguf").string();
+  write_random_model(spec, path);
+  const GgufFile file = GgufFile::open(path);
+  const ModelFootprint fp = model_footprint(file);
+  EXPECT_DOUBLE_EQ(fp.output_params, double(spec.n_vocab) * spec.n_embd);
+  const double layer_params = double(spec.n_layers) * spec.n_embd *
+                              (2.0 * spec.n_heads * spec.head_dim + 2.0 * spec.n_kv_heads * spec.head_dim + 3.0 * spec.n_ff);
+  EXPECT_DOUBLE_EQ(fp.matmul_params, layer_params + fp.output_params);
+
+  Transformer model(file, 64);
+  BenchConfig config;
+  config.repetitions = 1;
+  config.ubatch = 8;
+  const BenchResult pp = run_bench(model, fp, {.n_prompt = 16}, config);
+  const BenchResult tg = run_bench(model, fp, {.n_gen = 4}, config);
+  // Attention adds at most 2 x 16 positions x heads x (dk + dv) per layer.
+  const double attention_bound = 2.0 * 16 * spec.n_heads * 2 * spec.head_dim * spec.n_layers;
+  const double pp_products = 2.0 * layer_params + 2.0 * fp.output_params * 2 / 16;  // 2 micro-batches
+  EXPECT_GE(pp.flops_per_token, pp_products);
+  EXPECT_LE(pp.flops_per_token, pp_products + attention_bound);
+  EXPECT_GE(tg.flops_per_token, 2.0 * fp.matmul_params);
+  EXPECT_LE(tg.flops_per_token, 2.0 * fp.matmul_params + attention_bound);
+}
+
+INSTANTIATE_TEST_SUITE_P(TiedAndUntied, BenchAccounting, ::testing::Bool(),
+                         [](const auto& info) { return info.param ? "Tied" : "Untied"; });
+
+}  // namespace
+}  // namespace mkv
