@@ -82,6 +82,7 @@ int run_bench(const BenchOptions& o) {
     mo.model_path = path;
     mo.ubatch = o.ubatch;
     mo.cache_type = o.cache_type;
+    mo.no_mmap = o.no_mmap;
     mo.threads = threads.front();
     LoadedModel m = load_model(mo);
     if (o.mlock && mlockall(MCL_CURRENT) != 0)

@@ -21,6 +21,7 @@ struct ModelOptions {
   int ubatch = 512;            // -ub
   int ctx = 0;                 // -c; 0 = the model's context length
   std::string cache_type = "f32";  // -ctk/-ctv: f32 | f16
+  bool no_mmap = false;            // --no-mmap: read the model into huge-page memory
 };
 
 // A model file opened for inference: the mapping, the weights bound to it, the tokenizer.
@@ -158,6 +159,7 @@ struct BenchOptions {
   std::string cache_type = "f32";    // -ctk/-ctv
   std::string precision = "exact";   // --precision exact|fast (--fast)
   bool mlock = false;                // --mlock
+  bool no_mmap = false;              // --no-mmap: read the model into huge-page memory
   bool fresh_depth = false;          // --fresh-depth: re-prefill the depth before every repetition
   bool nc_ab = false;                // --nc-ab: also time NC off, interleaved, on the same compressed cache
   bool no_probe = false;             // --no-probe: skip the bandwidth probe

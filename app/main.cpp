@@ -31,6 +31,9 @@ std::vector<std::string> normalise_args(int argc, char** argv) {
   return args;
 }
 
+constexpr const char* kNoMmapHelp =
+    "read the model into memory (2 MiB transparent huge pages) instead of mapping the file";
+
 void add_model_flags(CLI::App& cmd, ModelOptions& m) {
   cmd.add_option("-m,--model", m.model_path, "GGUF model file (default: $MOMENTKV_MODEL or ../shared/assets/stories260K.gguf)");
   cmd.add_option("-t,--threads", m.threads, "threads (0 = one per core)");
@@ -38,6 +41,7 @@ void add_model_flags(CLI::App& cmd, ModelOptions& m) {
   cmd.add_option("-c,--ctx-size", m.ctx, "context size (0 = from model)")->capture_default_str();
   cmd.add_option("--cache-type-k,--cache-type-v", m.cache_type, "KV cache storage: f32 | f16 (-ctk/-ctv)")
       ->capture_default_str();
+  cmd.add_flag("--no-mmap", m.no_mmap, kNoMmapHelp);
 }
 
 }  // namespace
@@ -144,6 +148,7 @@ int main(int argc, char** argv) {
   bench->add_option("--precision", bo.precision, "matmul precision: exact | fast (8-bit activations for decode)")->capture_default_str();
   bench->add_flag_callback("--fast", [&bo] { bo.precision = "fast"; }, "same as --precision fast");
   bench->add_flag("--mlock", bo.mlock, "lock the model (and all memory) in RAM");
+  bench->add_flag("--no-mmap", bo.no_mmap, kNoMmapHelp);
   bench->add_flag("--fresh-depth", bo.fresh_depth, "re-prefill the depth before every repetition (default: once per test)");
   bench->add_flag("--nc-ab", bo.nc_ab, "with an NC press, time NC off too: alternating passes on the same compressed cache");
   bench->add_flag("--no-probe", bo.no_probe, "skip the read-bandwidth probe");

@@ -67,7 +67,7 @@ GgufFile::GgufFile(GgufFile&&) noexcept = default;
 GgufFile& GgufFile::operator=(GgufFile&&) noexcept = default;
 GgufFile::~GgufFile() = default;
 
-GgufFile GgufFile::open(const std::string& path) {
+GgufFile GgufFile::open(const std::string& path, Load load) {
   auto impl = std::make_unique<Impl>();
   impl->path = path;
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -77,13 +77,30 @@ GgufFile GgufFile::open(const std::string& path) {
   if (::fstat(fd, &st) != 0) fail("{}: cannot stat: {}", path, std::strerror(errno));
   if (!S_ISREG(st.st_mode)) fail("{}: not a regular file", path);
   const auto size = static_cast<std::size_t>(st.st_size);
-  if (size > 0) {  // an empty file maps nothing; the parser reports it as truncated
+  if (size > 0 && load == Load::Mmap) {  // an empty file maps nothing; the parser reports it as truncated
     void* mapping = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
     if (mapping == MAP_FAILED)
       fail("{}: cannot map {} bytes: {}", path, size, std::strerror(errno));
     impl->mapping = mapping;
     impl->mapping_size = size;
     impl->bytes = {static_cast<const uint8_t*>(mapping), size};
+  } else if (size > 0) {
+    constexpr std::size_t kHugePage = std::size_t{2} << 20;
+    const std::size_t mapped = (size + kHugePage - 1) / kHugePage * kHugePage;
+    // Over-allocate by one huge page so that the image can start on a 2 MiB boundary.
+    void* region = ::mmap(nullptr, mapped + kHugePage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (region == MAP_FAILED) fail("{}: cannot allocate {} bytes to read the model into: {}", path, size, std::strerror(errno));
+    impl->mapping = region;
+    impl->mapping_size = mapped + kHugePage;
+    auto* image = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(region) + kHugePage - 1) / kHugePage * kHugePage);
+    ::madvise(image, mapped, MADV_HUGEPAGE);  // advisory: without THP the copy still works
+    for (std::size_t done = 0; done < size;) {
+      const ssize_t n = ::pread(fd, image + done, std::min<std::size_t>(size - done, std::size_t{1} << 30), done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) fail("{}: read failed at byte {} of {}: {}", path, done, size, n < 0 ? std::strerror(errno) : "unexpected end of file");
+      done += static_cast<std::size_t>(n);
+    }
+    impl->bytes = {image, size};
   }
   impl->header = parse_gguf(impl->bytes, impl->path);
   return GgufFile(std::move(impl));

@@ -68,8 +68,13 @@ struct GgufTensorInfo {
 
 class GgufFile {
  public:
+  // How the image reaches memory. Mmap (the default) shares the page cache and loads lazily;
+  // Read copies the file into anonymous memory with transparent huge pages requested (2 MiB
+  // pages: one TLB entry and no 4 KiB prefetch stop per 2 MiB of weights), at the cost of a
+  // private copy and an up-front read (llama.cpp's --no-mmap).
+  enum class Load { Mmap, Read };
   // Opens and validates a file; throws MkvError naming the path on any problem.
-  static GgufFile open(const std::string& path);
+  static GgufFile open(const std::string& path, Load load = Load::Mmap);
   // Parses an in-memory image (tests, fuzzing); `name` stands in for the path in messages.
   static GgufFile from_bytes(std::vector<uint8_t> bytes, std::string name);
 

@@ -60,6 +60,16 @@ TEST(Cli, GreedyGenerationOfStories260K) {
   EXPECT_NE(r.err.find("tok/s"), std::string::npos) << r.err;
 }
 
+TEST(Cli, NoMmapReadsTheSameModel) {
+  const std::string model = stories_model();
+  if (model.empty()) GTEST_SKIP() << "shared asset 'stories260K.gguf' not found";
+  const std::string args = "generate -m " + model + " -p 'Once upon a time' -n 24 --temp 0";
+  const test::CliResult mapped = run_cli(args), read = run_cli(args + " --no-mmap");
+  ASSERT_EQ(read.exit_code, 0) << read.err;
+  EXPECT_EQ(read.out, mapped.out);
+  expect_one_line_error(run_cli("generate -m /nonexistent/model.gguf -p hi --no-mmap"), "/nonexistent/model.gguf");
+}
+
 TEST(Cli, LogitsFileHasOneRowPerToken) {
   const std::string model = stories_model();
   if (model.empty()) GTEST_SKIP() << "shared asset 'stories260K.gguf' not found";

@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include <cstdlib>
 #include <fstream>
 #include <regex>
@@ -64,6 +66,31 @@ TEST(Report, MarkdownTable) {
             "| llama | snapkv | 256 | 80.00 | 70.00 | 75.00 |\n");
 }
 
+TEST(Report, SvgSeriesPastEightRepeatColoursWithAnotherPatternAndMarker) {
+  LinePlot plot;
+  for (int s = 0; s < 10; ++s) plot.series.push_back({fmt::format("series {}", s), {{16.0, s}, {32.0, s + 1.0}}, false});
+  const std::string svg = render_svg(plot);
+  expect_well_formed_xml(svg);
+  std::vector<std::string> groups;  // each series' <g> opening tag: stroke colour
+  std::vector<std::string> patterns;  // each series' curve: dash pattern and marker
+  for (std::size_t at = svg.find("<g class=\"series\""); at != std::string::npos;
+       at = svg.find("<g class=\"series\"", at + 1)) {
+    const std::size_t end = svg.find("</g>", at);
+    const std::string g = svg.substr(at, end - at);
+    groups.push_back(g.substr(0, g.find('>')));
+    const std::string curve = g.substr(g.find("<polyline"));
+    patterns.push_back(curve.substr(0, curve.find('>')) + (curve.find("<rect") != std::string::npos ? " square" : " circle"));
+  }
+  ASSERT_EQ(groups.size(), 10u);
+  EXPECT_EQ(groups[8], groups[0]);  // colours repeat after 8
+  EXPECT_EQ(groups[9], groups[1]);
+  EXPECT_EQ(patterns[0].find("stroke-dasharray"), std::string::npos);
+  EXPECT_NE(patterns[8].find("stroke-dasharray=\"2 3\""), std::string::npos);
+  EXPECT_NE(patterns[8].find("square"), std::string::npos);
+  EXPECT_NE(patterns[0].find("circle"), std::string::npos);
+  EXPECT_EQ(count(svg, "<rect x="), 1u + 2u * 3u);  // the background; series 8 and 9: 2 points + a legend marker
+}
+
 TEST(Report, SvgPlotIsWellFormedWithSeriesAxesAndLegend) {
   LinePlot plot = score_vs_budget_plot(sample_records(), "llama", "niah");
   ASSERT_EQ(plot.series.size(), 3u);
@@ -74,7 +101,7 @@ TEST(Report, SvgPlotIsWellFormedWithSeriesAxesAndLegend) {
   EXPECT_NE(svg.find("xmlns=\"http://www.w3.org/2000/svg\""), std::string::npos);
   EXPECT_NE(svg.find("llama: niah vs KV budget &lt;&amp;&gt;"), std::string::npos);
   EXPECT_EQ(count(svg, "<polyline"), 1u + 2u);  // axes + two press curves (full cache is a dashed line)
-  EXPECT_EQ(count(svg, "<circle"), 4u);
+  EXPECT_EQ(count(svg, "<circle"), 4u + 2u);  // 4 points + the two curves' legend markers
   EXPECT_EQ(count(svg, "stroke-dasharray"), 2u);  // reference line + its legend swatch
   for (const char* text : {">snapkv<", ">momentkv<", ">full (full cache)<", ">128<", ">256<", "budget (tokens per KV head)"})
     EXPECT_NE(svg.find(text), std::string::npos) << text;

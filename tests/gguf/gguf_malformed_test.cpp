@@ -174,6 +174,14 @@ TEST(GgufMalformed, OpenNamesThePath) {
   std::ofstream(empty).close();
   EXPECT_THAT(error_of([&] { GgufFile::open(empty); }),
               AllOf(HasSubstr(empty), HasSubstr("truncated while reading the magic")));
+  // Reading into memory fails the same ways.
+  EXPECT_THAT(error_of([&] { GgufFile::open(missing, GgufFile::Load::Read); }),
+              AllOf(HasSubstr(missing), HasSubstr("cannot open")));
+  EXPECT_THAT(error_of([&] { GgufFile::open(empty, GgufFile::Load::Read); }),
+              AllOf(HasSubstr(empty), HasSubstr("truncated while reading the magic")));
+  const std::string cut = (dir / "cut.gguf").string();
+  std::ofstream(cut, std::ios::binary) << "GGUF\x03";
+  EXPECT_THAT(error_of([&] { GgufFile::open(cut, GgufFile::Load::Read); }), AllOf(HasSubstr(cut), HasSubstr("truncated")));
 }
 
 }  // namespace

@@ -98,6 +98,15 @@ TEST_P(GgufRoundTrip, ThroughAFileKeepsEveryValueAndTensor) {
   expect_same_as_written(file, GetParam());
 }
 
+TEST_P(GgufRoundTrip, ReadIntoMemoryKeepsEveryValueAndTensor) {
+  const auto path = (temp_dir() / "small.gguf").string();
+  small_writer(GetParam()).write(path);
+  const GgufFile file = GgufFile::open(path, GgufFile::Load::Read);
+  expect_same_as_written(file, GetParam());
+  // The copy starts on a 2 MiB boundary, so every tensor keeps the file's alignment in memory.
+  for (const auto& t : file.tensors()) EXPECT_EQ(reinterpret_cast<uintptr_t>(t.data) % GetParam(), 0u) << t.name;
+}
+
 INSTANTIATE_TEST_SUITE_P(Alignments, GgufRoundTrip, ::testing::Values(32u, 64u));
 
 TEST(GgufWriter, SettingAKeyTwiceKeepsTheFirstPositionAndTheLastValue) {

@@ -8,6 +8,7 @@
 
 #include "kv/press_registry.h"
 #include "kv/presses/scorer_press.h"
+#include "kv/presses/snapkv.h"
 #include "kv/reference.h"
 
 namespace mkv {
@@ -192,6 +193,38 @@ TEST(Presses, DecodeSlackEvictsAgainOnlyPastBudgetPlusSlack) {
   plain.feed(3);
   plain.press->compress(plain.cache, CompressReason::AfterDecodeStep);
   EXPECT_EQ(plain.cache.length(0, 0), 43);
+}
+
+TEST(Presses, SnapKvScoresTheLastWindowWhetherQueriesCameInOneChunkOrOneByOne) {
+  // Decode steps observe one query at a time; the scores must only depend on the last window.
+  constexpr int kTokens = 100, kWindow = 32;
+  KvCache cache(KvCacheShape{1, kGeometry.n_kv_heads, kGeometry.head_dim_k, kGeometry.head_dim_v}, KvStorage::F32);
+  std::mt19937 rng(7);
+  std::vector<int32_t> positions(kTokens);
+  for (int t = 0; t < kTokens; ++t) positions[t] = t;
+  const auto k = test::normal_vector(rng, std::size_t(kTokens) * kGeometry.n_kv_heads * kGeometry.head_dim_k);
+  const auto v = test::normal_vector(rng, std::size_t(kTokens) * kGeometry.n_kv_heads * kGeometry.head_dim_v);
+  const auto q = test::normal_vector(rng, std::size_t(kTokens) * kGeometry.n_heads * kGeometry.head_dim_k);
+  cache.append(0, kTokens, k.data(), v.data(), positions.data());
+  PressGeometry geometry = kGeometry;
+  geometry.n_layers = 1;
+  SnapKVScorer chunk(kWindow, 7), steps(kWindow, 7);
+  chunk.reset(geometry);
+  steps.reset(geometry);
+  chunk.observe(0, kTokens, q.data(), positions.data(), cache);
+  const std::size_t row = std::size_t(kGeometry.n_heads) * kGeometry.head_dim_k;
+  for (int t = 0; t < kTokens; ++t) steps.observe(0, 1, q.data() + t * row, &positions[t], cache);
+  HeadScores a, b;
+  chunk.score(cache, 0, a);
+  steps.score(cache, 0, b);
+  EXPECT_EQ(a, b);
+  // And they are not the scores of a window that includes older queries.
+  SnapKVScorer wide(2 * kWindow, 7);
+  wide.reset(geometry);
+  wide.observe(0, kTokens, q.data(), positions.data(), cache);
+  HeadScores c;
+  wide.score(cache, 0, c);
+  EXPECT_NE(a, c);
 }
 
 TEST(Presses, ChunkedPrefillBoundsThePeakLength) {

@@ -12,6 +12,9 @@ namespace {
 // Okabe–Ito palette: distinguishable with common colour-vision deficiencies.
 constexpr const char* kColors[] = {"#0072B2", "#E69F00", "#009E73", "#D55E00",
                                    "#CC79A7", "#56B4E9", "#F0E442", "#000000"};
+// Past 8 series the colours repeat with another line pattern and marker (series s: colour s % 8,
+// style s / 8), so that every series stays distinguishable without the legend's order.
+constexpr const char* kDashes[] = {"", "2 3", "8 3 2 3"};
 constexpr double kWidth = 760, kHeight = 460;
 constexpr double kLeft = 70, kRight = 200, kTop = 50, kBottom = 60;  // margins around the plot area
 
@@ -32,6 +35,17 @@ std::string escape_xml(const std::string& text) {
 std::string tick_label(double value) {
   if (std::fabs(value - std::round(value)) < 1e-9) return fmt::format("{}", static_cast<int64_t>(std::round(value)));
   return fmt::format("{:g}", value);
+}
+
+// A data point's marker of the given style (circle, square, diamond) centred at (x, y).
+std::string marker(std::size_t style, double x, double y) {
+  switch (style % std::size(kDashes)) {
+    case 0: return fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"3.5\"/>\n", x, y);
+    case 1: return fmt::format("<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"7\" height=\"7\"/>\n", x - 3.5, y - 3.5);
+    default:
+      return fmt::format("<polygon points=\"{:.1f},{:.1f} {:.1f},{:.1f} {:.1f},{:.1f} {:.1f},{:.1f}\"/>\n", x, y - 4.5,
+                         x + 4.5, y, x, y + 4.5, x - 4.5, y);
+  }
 }
 
 struct Range {
@@ -114,6 +128,9 @@ std::string render_svg(const LinePlot& plot) {
   for (size_t s = 0; s < plot.series.size(); ++s) {
     const PlotSeries& series = plot.series[s];
     const char* color = kColors[s % std::size(kColors)];
+    const std::size_t style = s / std::size(kColors);
+    const std::string dash =
+        kDashes[style % std::size(kDashes)][0] ? fmt::format(" stroke-dasharray=\"{}\"", kDashes[style % std::size(kDashes)]) : "";
     svg += fmt::format("<g class=\"series\" stroke=\"{0}\" fill=\"{0}\">\n", color);
     if (series.reference && !series.points.empty()) {
       svg += fmt::format("<line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" stroke-width=\"2\" "
@@ -123,13 +140,13 @@ std::string render_svg(const LinePlot& plot) {
       std::string points;
       for (const auto& [x, y] : series.points) points += fmt::format("{:.1f},{:.1f} ", px(to_axis_x(x)), py(y));
       points.pop_back();
-      svg += fmt::format("<polyline points=\"{}\" fill=\"none\" stroke-width=\"2\"/>\n", points);
-      for (const auto& [x, y] : series.points)
-        svg += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"3.5\"/>\n", px(to_axis_x(x)), py(y));
+      svg += fmt::format("<polyline points=\"{}\" fill=\"none\" stroke-width=\"2\"{}/>\n", points, dash);
+      for (const auto& [x, y] : series.points) svg += marker(style, px(to_axis_x(x)), py(y));
     }
     const double ly = kTop + 10 + 22 * static_cast<double>(s), lx = kWidth - kRight + 20;
     svg += fmt::format("<line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" stroke-width=\"2\"{}/>\n", lx, ly,
-                       lx + 24, ly, series.reference ? " stroke-dasharray=\"6 4\"" : "");
+                       lx + 24, ly, series.reference ? " stroke-dasharray=\"6 4\"" : dash);
+    if (!series.reference) svg += marker(style, lx + 12, ly);
     svg += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" stroke=\"none\" fill=\"black\">{}</text>\n</g>\n", lx + 32,
                        ly + 4, escape_xml(series.name));
   }

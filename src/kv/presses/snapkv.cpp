@@ -24,8 +24,10 @@ void SnapKVScorer::observe(int layer, int n_tokens, const float* q, const int32_
   const int first = n_tokens - take;
   obs.q.insert(obs.q.end(), q + first * row, q + n_tokens * row);
   obs.positions.insert(obs.positions.end(), positions + first, positions + n_tokens);
+  // Trimmed to the last window only once twice the window has gathered, so that a decode step
+  // does not shift the whole window (score() reads the last window_ rows).
   const int excess = int(obs.positions.size()) - window_;
-  if (excess > 0) {
+  if (excess >= window_) {
     obs.q.erase(obs.q.begin(), obs.q.begin() + excess * row);
     obs.positions.erase(obs.positions.begin(), obs.positions.begin() + excess);
   }
@@ -34,7 +36,10 @@ void SnapKVScorer::observe(int layer, int n_tokens, const float* q, const int32_
 void SnapKVScorer::score(const KvCache& cache, int layer, HeadScores& scores) {
   const PressGeometry& g = geometry_;
   const Observed& obs = observed_[layer];
-  const int n_obs = int(obs.positions.size());
+  const int n_obs = std::min(int(obs.positions.size()), window_);
+  const std::size_t first = obs.positions.size() - n_obs;  // the last window_ observed queries
+  const float* obs_q = obs.q.data() + first * std::size_t(g.n_heads) * g.head_dim_k;
+  const int32_t* obs_positions = obs.positions.data() + first;
   const int group = g.group_size(), half = kernel_ / 2;
   scores.resize(g.n_kv_heads);
 #pragma omp parallel for schedule(dynamic)
@@ -43,16 +48,16 @@ void SnapKVScorer::score(const KvCache& cache, int layer, HeadScores& scores) {
     const std::vector<float> keys = head_keys(view);  // (length, d_k)
     const int32_t length = view.length;
     // Rows before the observation window: [0, prefix).
-    const int32_t prefix = n_obs > 0 ? visible_rows(view.positions, length, obs.positions[0] - 1) : length;
+    const int32_t prefix = n_obs > 0 ? visible_rows(view.positions, length, obs_positions[0] - 1) : length;
     std::vector<float>& out = scores[kv];
     out.assign(length, 0.0f);
     std::vector<float> sums(length), logits;  // (length) one query head's column sums
     std::vector<int32_t> visible(n_obs);        // (n_obs) rows each observed query sees
-    for (int t = 0; t < n_obs; ++t) visible[t] = visible_rows(view.positions, length, obs.positions[t]);
+    for (int t = 0; t < n_obs; ++t) visible[t] = visible_rows(view.positions, length, obs_positions[t]);
     for (int h = kv * group; h < (kv + 1) * group; ++h) {
       std::fill(sums.begin(), sums.end(), 0.0f);
       if (n_obs > 0)
-        add_attention(&obs.q[std::size_t(h) * g.head_dim_k], n_obs, int64_t(g.n_heads) * g.head_dim_k,
+        add_attention(obs_q + std::size_t(h) * g.head_dim_k, n_obs, int64_t(g.n_heads) * g.head_dim_k,
                       visible.data(), keys.data(), g.head_dim_k, g.scale, 1.0f, sums.data(), logits);
       for (int32_t j = 0; j < prefix; ++j) {  // max-pool over the prefix, then group mean
         float pooled = sums[j];

@@ -24,7 +24,8 @@ class SnapKVScorer : public Scorer {
   void score(const KvCache& cache, int layer, HeadScores& scores) override;
 
  private:
-  // The last ≤ window queries of one layer: q (n, n_heads, d_k), positions (n), oldest first.
+  // The last n < 2 window queries of one layer (only the last window count): q (n, n_heads, d_k),
+  // positions (n), oldest first.
   struct Observed {
     std::vector<float> q;
     std::vector<int32_t> positions;
