@@ -14,6 +14,7 @@
 #include "ops/matmul.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "core/error.h"
 #include "ops/block_decoders.h"
@@ -53,21 +54,42 @@ struct RowOperands {
   int64_t n_blocks;       // decoder blocks in the row
 };
 
-// y[t] += dot(weight row, token t) for T tokens.
+// y[t] += dot(weight row, token t) for T tokens. Each token sums into kChains independent
+// accumulators (8-wide group i of the row goes to chain i % kChains): with one accumulator, a
+// one-token row waits out the FMA latency at every group. Measured on the Llama-3.2-1B shape,
+// 2 threads, decode (3 interleaved runs each): Q8_0 9.1 t/s with one chain, 13.5-13.9 with two
+// or four; F16 6.7-7.2 with one, 8.0-8.3 with two, 7.4-7.8 with four.
 template <typename Decoder, int T>
 void add_row_dots(const RowOperands& op) {
-  F8 acc[T];
-  for (auto& a : acc) a = simd::f8_zero();
+  constexpr int kChains = 2;
+  constexpr int kGroups = Decoder::kBlockSize / 8;                    // 8-wide groups per block
+  constexpr int kUnroll = kChains > kGroups ? kChains / kGroups : 1;  // blocks per step
+  F8 acc[T][kChains];
+  for (auto& chains : acc)
+    for (auto& a : chains) a = simd::f8_zero();
+  // Adds block b; its groups feed chains (u * kGroups + g) % kChains.
+  auto add_block = [&](int64_t b, int u) {
+    const float* x = op.x + b * Decoder::kBlockSize;
+    Decoder::decode(op.w + b * Decoder::kBlockBytes, [&](int g, F8 w) {
+      const int c = (u * kGroups + g) % kChains;
+      for (int t = 0; t < T; ++t) acc[t][c] = simd::fmadd(w, simd::f8_load(x + t * op.x_stride + 8 * g), acc[t][c]);
+    });
+  };
   // Prefetch once per cache line (blocks of F16/BF16/F32 are smaller than a line).
   constexpr int64_t kBlocksPerPrefetch = std::max<int64_t>(1, 64 / Decoder::kBlockBytes);
-  for (int64_t b = 0; b < op.n_blocks; ++b) {
-    const float* x = op.x + b * Decoder::kBlockSize;
-    if (b % kBlocksPerPrefetch == 0) simd::prefetch_ahead(op.w + b * Decoder::kBlockBytes);
-    Decoder::decode(op.w + b * Decoder::kBlockBytes, [&](int g, F8 w) {
-      for (int t = 0; t < T; ++t) acc[t] = simd::fmadd(w, simd::f8_load(x + t * op.x_stride + 8 * g), acc[t]);
-    });
+  int64_t b = 0;
+  for (; b + kUnroll <= op.n_blocks; b += kUnroll)
+    [&]<int... U>(std::integer_sequence<int, U...>) {
+      ((((b + U) % kBlocksPerPrefetch == 0 ? simd::prefetch_ahead(op.w + (b + U) * Decoder::kBlockBytes) : void()),
+        add_block(b + U, U)),
+       ...);
+    }(std::make_integer_sequence<int, kUnroll>{});
+  for (; b < op.n_blocks; ++b) add_block(b, 0);
+  for (int t = 0; t < T; ++t) {
+    F8 sum = acc[t][0];
+    for (int c = 1; c < kChains; ++c) sum = sum + acc[t][c];
+    op.y[t * op.y_stride] += simd::hsum(sum);
   }
-  for (int t = 0; t < T; ++t) op.y[t * op.y_stride] += simd::hsum(acc[t]);
 }
 
 // One weight row against n_tokens tokens, kTileTokens at a time while they last.

@@ -69,15 +69,20 @@ TEST_P(RandomModel, ChunkedPrefillAndDecodeAgreeWithOneBatch) {
   const int n_vocab = model_->config().n_vocab;
   const std::vector<float> whole = evaluate(64);
   for (float v : whole) ASSERT_TRUE(std::isfinite(v));
-  EXPECT_LT(max_abs_diff(evaluate(7), whole), 1e-4);
-  EXPECT_LT(max_abs_diff(evaluate(1), whole), 1e-4);
+  // The paths sum in different orders (GEMM panels, one-token rows with two FMA chains): allow
+  // float32 rounding relative to the logits' scale (random models reach |logit| ~ 200).
+  float scale = 1.0f;
+  for (float v : whole) scale = std::max(scale, std::fabs(v));
+  const double tol = 1e-6 * scale;
+  EXPECT_LT(max_abs_diff(evaluate(7), whole), tol);
+  EXPECT_LT(max_abs_diff(evaluate(1), whole), tol);
 
   Session session(*model_, SessionOptions{});
   std::span<const float> logits = session.prefill(std::span<const int32_t>(tokens_.data(), 10));
-  EXPECT_LT(max_abs_diff(logits, std::span<const float>(whole.data() + 9 * n_vocab, n_vocab)), 1e-4);
+  EXPECT_LT(max_abs_diff(logits, std::span<const float>(whole.data() + 9 * n_vocab, n_vocab)), tol);
   for (std::size_t i = 10; i < tokens_.size(); ++i) {
     logits = session.decode(tokens_[i]);
-    ASSERT_LT(max_abs_diff(logits, std::span<const float>(whole.data() + i * n_vocab, n_vocab)), 1e-4) << i;
+    ASSERT_LT(max_abs_diff(logits, std::span<const float>(whole.data() + i * n_vocab, n_vocab)), tol) << i;
   }
   EXPECT_EQ(session.cache().max_length(), static_cast<int32_t>(tokens_.size()));
 }
