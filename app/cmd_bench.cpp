@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <sstream>
 #include <tuple>
 #include <utility>
@@ -40,6 +41,8 @@ std::string params_text(double p) {
   return fmt::format("{:.2f} K", p / 1e3);
 }
 
+constexpr int kProbePasses = 3;  // before and after every test
+
 struct Row {
   std::string model;
   ModelFootprint footprint;
@@ -47,6 +50,7 @@ struct Row {
   std::string press;
   BenchResult result;
   bool nc_off_twin = false;  // --nc-ab: the NC-off passes of the row before it
+  double probe_gbs = 0.0;    // best probe pass right before or after this row's test (0: no probe)
 };
 
 }  // namespace
@@ -77,6 +81,18 @@ int run_bench(const BenchOptions& o) {
   for (const auto& p : o.presses) presses.push_back(p);
 
   std::vector<Row> rows;
+  // The probe's buffer is touched once, here, and read right before and right after every test,
+  // so that each row's share of the bandwidth is measured in the same minutes as the row (this
+  // kind of shared host drifts between 18 and 33 GB/s over a day).
+  std::unique_ptr<BandwidthProbe> probe;
+  if (!o.no_probe) probe = std::make_unique<BandwidthProbe>();
+  std::map<int, std::vector<double>> probe_passes;  // thread count -> every pass
+  auto probe_now = [&](int t) {
+    if (!probe) return 0.0;
+    const std::vector<double> gbs = probe->passes_gbs(kProbePasses);
+    probe_passes[t].insert(probe_passes[t].end(), gbs.begin(), gbs.end());
+    return *std::max_element(gbs.begin(), gbs.end());
+  };
   for (const auto& path : models) {
     ModelOptions mo;
     mo.model_path = path;
@@ -108,31 +124,28 @@ int run_bench(const BenchOptions& o) {
             bc.fresh_depth = o.fresh_depth;
             bc.nc_ab = o.nc_ab;
             if (o.progress) fmt::print(stderr, "bench: {} t={} {}{}\n", name, t, test.name(), press.empty() ? "" : " " + press);
+            const double probe_before = probe_now(t);
             const BenchResult result = run_bench(*m.transformer, fp, test, bc);
-            rows.push_back({name, fp, t, press, result});
+            const double probe_gbs = std::max(probe_before, probe_now(t));
+            rows.push_back({name, fp, t, press, result, false, probe_gbs});
             if (!result.nc_off_tokens_per_s.empty()) {
               BenchResult off = result;
               off.tokens_per_s = std::move(off.nc_off_tokens_per_s);
               off.nc_off_tokens_per_s.clear();
               std::tie(off.mean_tps, off.std_tps) = mean_and_std(off.tokens_per_s);
-              rows.push_back({name, fp, t, press + ", NC off (same cache)", off, true});
+              rows.push_back({name, fp, t, press + ", NC off (same cache)", off, true, probe_gbs});
             }
           }
         }
     }
   }
-  // Peak RSS before the probe (its 512 MiB buffer would dominate). One probe per thread count,
-  // after the tests so that it does not warm anything for them; each row's fraction is of the
-  // probe with its own thread count (one core cannot saturate the memory bus, two can).
-  const std::size_t rss = peak_rss_bytes();
-  std::map<int, BandwidthProbeResult> probes;
-  if (!o.no_probe)
-    for (int t : threads) {
-      set_num_threads(t);
-      probes[t] = measure_read_bandwidth();
-    }
-  auto probe_gbs = [&](const Row& r) { return probes.contains(r.threads) ? probes[r.threads].best_gbs : 0.0; };
-  auto fraction = [&](const Row& r) { return probe_gbs(r) > 0 ? r.result.gbs() / probe_gbs(r) : 0.0; };
+  // The probe's buffer stays resident for the whole run: it is not the engine's memory.
+  const std::size_t rss = peak_rss_bytes() - (probe ? std::min(probe->bytes(), peak_rss_bytes()) : 0);
+  std::map<int, BandwidthProbeResult> probes;  // thread count -> all its passes
+  for (auto& [t, gbs] : probe_passes) probes[t] = summarize_probe(gbs, probe->bytes(), t);
+  // Each row's fraction is of its own probe (same thread count, same minutes).
+  auto probe_gbs = [](const Row& r) { return r.probe_gbs; };
+  auto fraction = [](const Row& r) { return r.probe_gbs > 0 ? r.result.gbs() / r.probe_gbs : 0.0; };
 
   auto test_label = [](const Row& r) {
     std::string s = r.result.test.name();
@@ -144,9 +157,12 @@ int run_bench(const BenchOptions& o) {
     out["backend"] = backend_name();
     out["precision"] = o.precision;
     out["bandwidth_probe"] = nlohmann::json::array();
-    for (const auto& [t, probe] : probes)
-      out["bandwidth_probe"].push_back(
-          {{"best_gbs", probe.best_gbs}, {"median_gbs", probe.median_gbs}, {"bytes", probe.bytes}, {"threads", t}});
+    for (const auto& [t, p] : probes)
+      out["bandwidth_probe"].push_back({{"best_gbs", p.best_gbs},
+                                        {"median_gbs", p.median_gbs},
+                                        {"bytes", p.bytes},
+                                        {"threads", t},
+                                        {"passes_gbs", probe_passes[t]}});
     out["peak_rss_bytes"] = rss;
     out["kv_budget"] = o.kv_budget;
     for (const Row& r : rows) {
@@ -203,12 +219,14 @@ int run_bench(const BenchOptions& o) {
                size_text(static_cast<double>(b.kv_bytes_held)));
   }
   fmt::print("\n");
-  for (const auto& [t, probe] : probes)
-    fmt::print("read bandwidth (STREAM-like probe, {} thread{}, {}): best {:.2f} GB/s, median {:.2f} GB/s\n", t,
-               t == 1 ? "" : "s", size_text(static_cast<double>(probe.bytes)), probe.best_gbs, probe.median_gbs);
+  for (const auto& [t, p] : probes)
+    fmt::print("read bandwidth (STREAM-like probe, {} thread{}, {}, {} passes around the tests): best {:.2f} GB/s, "
+               "median {:.2f} GB/s\n",
+               t, t == 1 ? "" : "s", size_text(static_cast<double>(p.bytes)), probe_passes[t].size(), p.best_gbs,
+               p.median_gbs);
   if (!probes.empty())
-    fmt::print("GB/s column = (weight + KV bytes read per token) x t/s; (%) = share of the best probe pass with the "
-               "row's thread count\n");
+    fmt::print("GB/s column = (weight + KV bytes read per token) x t/s; (%) = share of the best probe pass run right "
+               "before or after that row's test\n");
   for (const Row& r : rows)
     if (!r.result.nc_off_tokens_per_s.empty() && !r.result.tokens_per_s.empty()) {
       // Per repetition, the NC-on pass's time over the NC-off pass's on the same cache.

@@ -45,38 +45,43 @@ float read_sum(const float* p, std::size_t n) {
 
 }  // namespace
 
-BandwidthProbeResult measure_read_bandwidth(std::size_t bytes, int passes) {
+BandwidthProbe::BandwidthProbe(std::size_t bytes) {
+  bytes_ = std::max<std::size_t>(bytes, std::size_t{1} << 20) / 4096 * 4096;
+  void* mem = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  MKV_CHECK(mem != MAP_FAILED, "bandwidth probe: cannot map {} bytes", bytes_);
+  madvise(mem, bytes_, MADV_HUGEPAGE);
+  data_ = static_cast<float*>(mem);
+  const std::size_t n = bytes_ / sizeof(float);
+#pragma omp parallel for schedule(static)
+  for (std::size_t i = 0; i < n; ++i) data_[i] = static_cast<float>(i & 7) * 0.125f;
+}
+
+BandwidthProbe::~BandwidthProbe() { munmap(data_, bytes_); }
+
+std::vector<double> BandwidthProbe::passes_gbs(int passes) const {
   MKV_CHECK(passes > 0, "bandwidth probe: passes must be positive");
-  bytes = std::max<std::size_t>(bytes, std::size_t{1} << 20) / 4096 * 4096;
-  void* mem = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  MKV_CHECK(mem != MAP_FAILED, "bandwidth probe: cannot map {} bytes", bytes);
-  madvise(mem, bytes, MADV_HUGEPAGE);
-  float* data = static_cast<float*>(mem);
-  const std::size_t n = bytes / sizeof(float);
-  BandwidthProbeResult r;
-  r.bytes = bytes;
-  r.threads = omp_get_max_threads();
-  const int threads = r.threads;
-  // Each thread touches (first-touch) and later reads the same slice.
-  const std::size_t slice = (n / threads) / 64 * 64;
-#pragma omp parallel num_threads(threads)
-  {
-    const int t = omp_get_thread_num();
-    float* p = data + t * slice;
-    for (std::size_t i = 0; i < slice; ++i) p[i] = static_cast<float>(i & 7) * 0.125f;
-  }
+  const int threads = omp_get_max_threads();
+  // Each thread reads one contiguous slice (a multiple of 64 floats).
+  const std::size_t slice = (bytes_ / sizeof(float) / threads) / 64 * 64;
   std::vector<double> gbs;
   volatile float sink = 0.0f;
-  for (int pass = 0; pass < passes + 1; ++pass) {  // the first pass warms up (page tables, clocks)
+  for (int pass = 0; pass < passes + 1; ++pass) {  // the first pass warms up (TLB, clocks)
     float total = 0.0f;
     const auto start = std::chrono::steady_clock::now();
 #pragma omp parallel num_threads(threads) reduction(+ : total)
-    total += read_sum(data + omp_get_thread_num() * slice, slice);
+    total += read_sum(data_ + omp_get_thread_num() * slice, slice);
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     sink = sink + total;
     if (pass > 0) gbs.push_back(static_cast<double>(slice) * threads * sizeof(float) / s / 1e9);
   }
-  munmap(mem, bytes);
+  return gbs;
+}
+
+BandwidthProbeResult summarize_probe(std::vector<double> gbs, std::size_t bytes, int threads) {
+  BandwidthProbeResult r;
+  r.bytes = bytes;
+  r.threads = threads;
+  if (gbs.empty()) return r;
   std::sort(gbs.begin(), gbs.end());
   r.best_gbs = gbs.back();
   r.median_gbs = gbs[gbs.size() / 2];

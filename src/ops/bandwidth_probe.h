@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <vector>
 
 namespace mkv {
 
@@ -14,8 +15,28 @@ struct BandwidthProbeResult {
   int threads = 0;
 };
 
-// Reads a buffer of `bytes` (rounded to whole 4 KiB pages) `passes` times with the current OpenMP
-// thread count (set_num_threads). The buffer is allocated, touched and freed here.
-BandwidthProbeResult measure_read_bandwidth(std::size_t bytes = std::size_t{1} << 29, int passes = 7);
+// The buffer is mapped (2 MiB pages requested) and touched once, at construction, so that the
+// probe can run between benchmark tests without page faults or a new allocation: a machine
+// whose bandwidth drifts (shared hosts) is then measured in the same minutes as the tests.
+class BandwidthProbe {
+ public:
+  // `bytes` is rounded to whole 4 KiB pages (at least 1 MiB).
+  explicit BandwidthProbe(std::size_t bytes = std::size_t{1} << 29);
+  ~BandwidthProbe();
+  BandwidthProbe(const BandwidthProbe&) = delete;
+  BandwidthProbe& operator=(const BandwidthProbe&) = delete;
+
+  // Reads the buffer `passes` times (after one warm-up pass) with the current OpenMP thread
+  // count (set_num_threads); returns the GB/s of each pass.
+  std::vector<double> passes_gbs(int passes) const;
+  std::size_t bytes() const { return bytes_; }
+
+ private:
+  float* data_ = nullptr;
+  std::size_t bytes_ = 0;
+};
+
+// Best and median of some passes of a probe.
+BandwidthProbeResult summarize_probe(std::vector<double> gbs, std::size_t bytes, int threads);
 
 }  // namespace mkv

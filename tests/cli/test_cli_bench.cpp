@@ -59,6 +59,7 @@ TEST(CliBench, ProbesBandwidthWithEachThreadCount) {
     const auto& probe = j["bandwidth_probe"][i];
     const auto& row = j["results"][i];
     EXPECT_EQ(probe["threads"].get<int>(), static_cast<int>(i) + 1);
+    EXPECT_EQ(probe["passes_gbs"].size(), 6u);  // 3 passes before and 3 after the one test
     EXPECT_EQ(row["threads"], probe["threads"]);
     EXPECT_DOUBLE_EQ(row["probe_gbs"].get<double>(), probe["best_gbs"].get<double>());
     EXPECT_NEAR(row["bandwidth_fraction"].get<double>(), row["gbs"].get<double>() / probe["best_gbs"].get<double>(),
