@@ -239,9 +239,11 @@ void matmul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y) {
   // Decode-sized batches in Fast precision: 8-bit activations, integer dot products.
   if (n_tokens <= kInt8MaxTokens && matmul_precision() == MatmulPrecision::Fast && matmul_int8_supported(w.type))
     return matmul_int8(w, x, n_tokens, y);
-  // Token batches of (nearly) equal size, at most kItemTokens each.
-  const int64_t n_token_items = (n_tokens + kItemTokens - 1) / kItemTokens;
-  const int64_t item_tokens = (n_tokens + n_token_items - 1) / n_token_items;
+  // Token batches of (nearly) equal size, at most kItemTokens each, rounded up to whole register
+  // blocks so that only the last batch ends in a partial (slower) block.
+  const int64_t even_split = (n_tokens + kItemTokens - 1) / kItemTokens;
+  const int64_t item_tokens = ((n_tokens + even_split - 1) / even_split + kBlockTokens - 1) / kBlockTokens * kBlockTokens;
+  const int64_t n_token_items = (n_tokens + item_tokens - 1) / item_tokens;
   const int64_t n_row_items = (w.rows + kItemRows - 1) / kItemRows;
   const int64_t n_items = n_token_items * n_row_items;
   const Item whole{static_cast<const uint8_t*>(w.data), w.row_bytes(), x, y, w.rows, w.cols, 0, 0, 0, 0};
