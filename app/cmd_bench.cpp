@@ -19,6 +19,7 @@
 #include "engine/bench.h"
 #include "kv/press_registry.h"
 #include "ops/bandwidth_probe.h"
+#include "ops/fma_probe.h"
 #include "ops/matmul_int8.h"
 
 namespace mkv::cli {
@@ -50,7 +51,14 @@ struct Row {
   std::string press;
   BenchResult result;
   bool nc_off_twin = false;  // --nc-ab: the NC-off passes of the row before it
-  double probe_gbs = 0.0;    // best probe pass right before or after this row's test (0: no probe)
+  double probe_gbs = 0.0;    // best read-bandwidth probe pass right before or after this row's test (0: none)
+  double fma_gflops = 0.0;   // best FMA-peak probe pass right before or after this row's test (0: none)
+};
+
+// The best pass of each probe, taken between tests.
+struct ProbeReading {
+  double gbs = 0.0;
+  double gflops = 0.0;
 };
 
 }  // namespace
@@ -86,12 +94,14 @@ int run_bench(const BenchOptions& o) {
   // kind of shared host drifts between 18 and 33 GB/s over a day).
   std::unique_ptr<BandwidthProbe> probe;
   if (!o.no_probe) probe = std::make_unique<BandwidthProbe>();
-  std::map<int, std::vector<double>> probe_passes;  // thread count -> every pass
+  std::map<int, std::vector<double>> probe_passes, fma_passes;  // thread count -> every pass
   auto probe_now = [&](int t) {
-    if (!probe) return 0.0;
-    const std::vector<double> gbs = probe->passes_gbs(kProbePasses);
+    ProbeReading reading;
+    if (!probe) return reading;
+    const std::vector<double> gbs = probe->passes_gbs(kProbePasses), gflops = fma_probe_passes(kProbePasses);
     probe_passes[t].insert(probe_passes[t].end(), gbs.begin(), gbs.end());
-    return *std::max_element(gbs.begin(), gbs.end());
+    fma_passes[t].insert(fma_passes[t].end(), gflops.begin(), gflops.end());
+    return ProbeReading{*std::max_element(gbs.begin(), gbs.end()), *std::max_element(gflops.begin(), gflops.end())};
   };
   for (const auto& path : models) {
     ModelOptions mo;
@@ -124,16 +134,17 @@ int run_bench(const BenchOptions& o) {
             bc.fresh_depth = o.fresh_depth;
             bc.nc_ab = o.nc_ab;
             if (o.progress) fmt::print(stderr, "bench: {} t={} {}{}\n", name, t, test.name(), press.empty() ? "" : " " + press);
-            const double probe_before = probe_now(t);
+            const ProbeReading before = probe_now(t);
             const BenchResult result = run_bench(*m.transformer, fp, test, bc);
-            const double probe_gbs = std::max(probe_before, probe_now(t));
-            rows.push_back({name, fp, t, press, result, false, probe_gbs});
+            const ProbeReading after = probe_now(t);
+            const double probe_gbs = std::max(before.gbs, after.gbs), fma_gflops = std::max(before.gflops, after.gflops);
+            rows.push_back({name, fp, t, press, result, false, probe_gbs, fma_gflops});
             if (!result.nc_off_tokens_per_s.empty()) {
               BenchResult off = result;
               off.tokens_per_s = std::move(off.nc_off_tokens_per_s);
               off.nc_off_tokens_per_s.clear();
               std::tie(off.mean_tps, off.std_tps) = mean_and_std(off.tokens_per_s);
-              rows.push_back({name, fp, t, press + ", NC off (same cache)", off, true, probe_gbs});
+              rows.push_back({name, fp, t, press + ", NC off (same cache)", off, true, probe_gbs, fma_gflops});
             }
           }
         }
@@ -141,11 +152,10 @@ int run_bench(const BenchOptions& o) {
   }
   // The probe's buffer stays resident for the whole run: it is not the engine's memory.
   const std::size_t rss = peak_rss_bytes() - (probe ? std::min(probe->bytes(), peak_rss_bytes()) : 0);
-  std::map<int, BandwidthProbeResult> probes;  // thread count -> all its passes
-  for (auto& [t, gbs] : probe_passes) probes[t] = summarize_probe(gbs, probe->bytes(), t);
   // Each row's fraction is of its own probe (same thread count, same minutes).
   auto probe_gbs = [](const Row& r) { return r.probe_gbs; };
   auto fraction = [](const Row& r) { return r.probe_gbs > 0 ? r.result.gbs() / r.probe_gbs : 0.0; };
+  auto flops_fraction = [](const Row& r) { return r.fma_gflops > 0 ? r.result.gflops() / r.fma_gflops : 0.0; };
 
   auto test_label = [](const Row& r) {
     std::string s = r.result.test.name();
@@ -157,12 +167,20 @@ int run_bench(const BenchOptions& o) {
     out["backend"] = backend_name();
     out["precision"] = o.precision;
     out["bandwidth_probe"] = nlohmann::json::array();
-    for (const auto& [t, p] : probes)
-      out["bandwidth_probe"].push_back({{"best_gbs", p.best_gbs},
-                                        {"median_gbs", p.median_gbs},
-                                        {"bytes", p.bytes},
+    for (const auto& [t, gbs] : probe_passes) {
+      const PassSummary p = summarize_passes(gbs);
+      out["bandwidth_probe"].push_back({{"best_gbs", p.best},
+                                        {"median_gbs", p.median},
+                                        {"bytes", probe->bytes()},
                                         {"threads", t},
-                                        {"passes_gbs", probe_passes[t]}});
+                                        {"passes_gbs", gbs}});
+    }
+    out["fma_probe"] = nlohmann::json::array();
+    for (const auto& [t, gflops] : fma_passes) {
+      const PassSummary f = summarize_passes(gflops);
+      out["fma_probe"].push_back(
+          {{"best_gflops", f.best}, {"median_gflops", f.median}, {"threads", t}, {"passes_gflops", gflops}});
+    }
     out["peak_rss_bytes"] = rss;
     out["kv_budget"] = o.kv_budget;
     for (const Row& r : rows) {
@@ -186,6 +204,8 @@ int run_bench(const BenchOptions& o) {
                                 {"gflops", b.gflops()},
                                 {"bandwidth_fraction", fraction(r)},
                                 {"probe_gbs", probe_gbs(r)},
+                                {"flops_fraction", flops_fraction(r)},
+                                {"fma_peak_gflops", r.fma_gflops},
                                 {"kv_row_bytes", b.kv_row_bytes},
                                 {"kv_bytes_held", b.kv_bytes_held},
                                 {"kv_rows_held", b.kv_rows_held},
@@ -198,13 +218,13 @@ int run_bench(const BenchOptions& o) {
   }
   if (o.output == "csv") {
     fmt::print("model,size_bytes,params,backend,threads,test,press,depth,avg_ts,stddev_ts,gbs,gflops,bandwidth_fraction,"
-               "kv_row_bytes,kv_bytes_held,peak_rss_bytes,probe_gbs\n");
+               "kv_row_bytes,kv_bytes_held,peak_rss_bytes,probe_gbs,flops_fraction,fma_peak_gflops\n");
     for (const Row& r : rows) {
       const BenchResult& b = r.result;
-      fmt::print("{},{},{},{},{},{},{},{},{:.3f},{:.3f},{:.2f},{:.2f},{:.3f},{},{},{},{:.2f}\n", r.model,
+      fmt::print("{},{},{},{},{},{},{},{},{:.3f},{:.3f},{:.2f},{:.2f},{:.3f},{},{},{},{:.2f},{:.3f},{:.1f}\n", r.model,
                  r.footprint.file_bytes, r.footprint.params, backend_name(), r.threads, b.test.name(), r.press,
                  b.test.depth, b.mean_tps, b.std_tps, b.gbs(), b.gflops(),
-                 fraction(r), b.kv_row_bytes, b.kv_bytes_held, rss, probe_gbs(r));
+                 fraction(r), b.kv_row_bytes, b.kv_bytes_held, rss, probe_gbs(r), flops_fraction(r), r.fma_gflops);
     }
     return 0;
   }
@@ -213,20 +233,23 @@ int run_bench(const BenchOptions& o) {
   for (const Row& r : rows) {
     const BenchResult& b = r.result;
     const std::string frac = probe_gbs(r) > 0 ? fmt::format(" ({:.0f}%)", 100.0 * fraction(r)) : "";
-    fmt::print("| {} | {} | {} | {} | {} | {} | {:.2f} ± {:.2f} | {:.2f}{} | {:.1f} | {} |\n", r.model,
+    const std::string flops_frac = r.fma_gflops > 0 ? fmt::format(" ({:.0f}%)", 100.0 * flops_fraction(r)) : "";
+    fmt::print("| {} | {} | {} | {} | {} | {} | {:.2f} ± {:.2f} | {:.2f}{} | {:.1f}{} | {} |\n", r.model,
                size_text(static_cast<double>(r.footprint.file_bytes)), params_text(static_cast<double>(r.footprint.params)),
-               backend_name(), r.threads, test_label(r), b.mean_tps, b.std_tps, b.gbs(), frac, b.gflops(),
+               backend_name(), r.threads, test_label(r), b.mean_tps, b.std_tps, b.gbs(), frac, b.gflops(), flops_frac,
                size_text(static_cast<double>(b.kv_bytes_held)));
   }
   fmt::print("\n");
-  for (const auto& [t, p] : probes)
-    fmt::print("read bandwidth (STREAM-like probe, {} thread{}, {}, {} passes around the tests): best {:.2f} GB/s, "
-               "median {:.2f} GB/s\n",
-               t, t == 1 ? "" : "s", size_text(static_cast<double>(p.bytes)), probe_passes[t].size(), p.best_gbs,
-               p.median_gbs);
-  if (!probes.empty())
-    fmt::print("GB/s column = (weight + KV bytes read per token) x t/s; (%) = share of the best probe pass run right "
-               "before or after that row's test\n");
+  for (const auto& [t, gbs] : probe_passes) {
+    const PassSummary p = summarize_passes(gbs), f = summarize_passes(fma_passes[t]);
+    fmt::print("{} thread{}, {} passes of each probe around the tests: read bandwidth (STREAM-like, {}) best {:.2f} GB/s, "
+               "median {:.2f}; FP32 FMA peak best {:.1f} GFLOP/s, median {:.1f}\n",
+               t, t == 1 ? "" : "s", gbs.size(), size_text(static_cast<double>(probe->bytes())), p.best, p.median, f.best,
+               f.median);
+  }
+  if (probe)
+    fmt::print("GB/s = (weight + KV bytes read per token) x t/s, GFLOP/s = (matrix + attention FLOPs per token) x t/s; "
+               "(%) = share of the best pass of the probe run right before or after that row's test\n");
   for (const Row& r : rows)
     if (!r.result.nc_off_tokens_per_s.empty() && !r.result.tokens_per_s.empty()) {
       // Per repetition, the NC-on pass's time over the NC-off pass's on the same cache.

@@ -77,15 +77,10 @@ std::vector<double> BandwidthProbe::passes_gbs(int passes) const {
   return gbs;
 }
 
-BandwidthProbeResult summarize_probe(std::vector<double> gbs, std::size_t bytes, int threads) {
-  BandwidthProbeResult r;
-  r.bytes = bytes;
-  r.threads = threads;
-  if (gbs.empty()) return r;
-  std::sort(gbs.begin(), gbs.end());
-  r.best_gbs = gbs.back();
-  r.median_gbs = gbs[gbs.size() / 2];
-  return r;
+PassSummary summarize_passes(std::vector<double> passes) {
+  if (passes.empty()) return {};
+  std::sort(passes.begin(), passes.end());
+  return {passes.back(), passes[passes.size() / 2]};
 }
 
 }  // namespace mkv

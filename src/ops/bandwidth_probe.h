@@ -8,13 +8,6 @@
 
 namespace mkv {
 
-struct BandwidthProbeResult {
-  double best_gbs = 0.0;    // best pass, GB/s (1e9 bytes per second)
-  double median_gbs = 0.0;  // median pass
-  std::size_t bytes = 0;    // buffer size read per pass
-  int threads = 0;
-};
-
 // The buffer is mapped (2 MiB pages requested) and touched once, at construction, so that the
 // probe can run between benchmark tests without page faults or a new allocation: a machine
 // whose bandwidth drifts (shared hosts) is then measured in the same minutes as the tests.
@@ -36,7 +29,11 @@ class BandwidthProbe {
   std::size_t bytes_ = 0;
 };
 
-// Best and median of some passes of a probe.
-BandwidthProbeResult summarize_probe(std::vector<double> gbs, std::size_t bytes, int threads);
+// Best and (upper) median of a probe's passes (GB/s here, GFLOP/s for fma_probe.h); 0 for none.
+struct PassSummary {
+  double best = 0.0;
+  double median = 0.0;
+};
+PassSummary summarize_passes(std::vector<double> passes);
 
 }  // namespace mkv

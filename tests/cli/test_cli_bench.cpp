@@ -64,6 +64,12 @@ TEST(CliBench, ProbesBandwidthWithEachThreadCount) {
     EXPECT_DOUBLE_EQ(row["probe_gbs"].get<double>(), probe["best_gbs"].get<double>());
     EXPECT_NEAR(row["bandwidth_fraction"].get<double>(), row["gbs"].get<double>() / probe["best_gbs"].get<double>(),
                 1e-9);
+    // The FMA-peak probe runs at the same moments; the row's FLOP rate is a share of it.
+    const auto& fma = j["fma_probe"][i];
+    EXPECT_EQ(fma["threads"], probe["threads"]);
+    EXPECT_EQ(fma["passes_gflops"].size(), 6u);
+    EXPECT_DOUBLE_EQ(row["fma_peak_gflops"].get<double>(), fma["best_gflops"].get<double>());
+    EXPECT_NEAR(row["flops_fraction"].get<double>(), row["gflops"].get<double>() / fma["best_gflops"].get<double>(), 1e-9);
   }
 }
 

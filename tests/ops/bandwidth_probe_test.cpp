@@ -11,11 +11,10 @@ TEST(BandwidthProbe, ReadsTheBufferOncePerPassAndSummarises) {
   const std::vector<double> gbs = probe.passes_gbs(3);
   ASSERT_EQ(gbs.size(), 3u);
   for (double g : gbs) EXPECT_GT(g, 0.0);
-  const BandwidthProbeResult r = summarize_probe({3.0, 9.0, 1.0, 5.0}, probe.bytes(), 2);
-  EXPECT_EQ(r.best_gbs, 9.0);
-  EXPECT_EQ(r.median_gbs, 5.0);  // upper median of an even count
-  EXPECT_EQ(r.threads, 2);
-  EXPECT_EQ(summarize_probe({}, 1, 1).best_gbs, 0.0);
+  const PassSummary r = summarize_passes({3.0, 9.0, 1.0, 5.0});
+  EXPECT_EQ(r.best, 9.0);
+  EXPECT_EQ(r.median, 5.0);  // upper median of an even count
+  EXPECT_EQ(summarize_passes({}).best, 0.0);
 }
 
 TEST(BandwidthProbe, RoundsToWholePagesOfAtLeastOneMebibyte) {
