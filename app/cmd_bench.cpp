@@ -50,7 +50,7 @@ struct Row {
   int threads;
   std::string press;
   BenchResult result;
-  bool nc_off_twin = false;  // --nc-ab: the NC-off passes of the row before it
+  bool companion = false;    // --nc-ab / --depth0-ab: passes timed beside the row before it
   double probe_gbs = 0.0;    // best read-bandwidth probe pass right before or after this row's test (0: none)
   double fma_gflops = 0.0;   // best FMA-peak probe pass right before or after this row's test (0: none)
 };
@@ -133,19 +133,15 @@ int run_bench(const BenchOptions& o) {
             bc.kv_budget = o.kv_budget;
             bc.fresh_depth = o.fresh_depth;
             bc.nc_ab = o.nc_ab;
+            bc.depth0_ab = o.depth0_ab && !press.empty();
             if (o.progress) fmt::print(stderr, "bench: {} t={} {}{}\n", name, t, test.name(), press.empty() ? "" : " " + press);
             const ProbeReading before = probe_now(t);
             const BenchResult result = run_bench(*m.transformer, fp, test, bc);
             const ProbeReading after = probe_now(t);
             const double probe_gbs = std::max(before.gbs, after.gbs), fma_gflops = std::max(before.gflops, after.gflops);
             rows.push_back({name, fp, t, press, result, false, probe_gbs, fma_gflops});
-            if (!result.nc_off_tokens_per_s.empty()) {
-              BenchResult off = result;
-              off.tokens_per_s = std::move(off.nc_off_tokens_per_s);
-              off.nc_off_tokens_per_s.clear();
-              std::tie(off.mean_tps, off.std_tps) = mean_and_std(off.tokens_per_s);
-              rows.push_back({name, fp, t, press + ", NC off (same cache)", off, true, probe_gbs, fma_gflops});
-            }
+            for (const BenchResult& companion : result.companions)
+              rows.push_back({name, fp, t, press + ", " + companion.companion, companion, true, probe_gbs, fma_gflops});
           }
         }
     }
@@ -191,7 +187,7 @@ int run_bench(const BenchOptions& o) {
                                 {"threads", r.threads},
                                 {"test", b.test.name()},
                                 {"press", r.press},
-                                {"nc_off_same_cache", r.nc_off_twin},
+                                {"companion", r.result.companion},
                                 {"n_prompt", b.test.n_prompt},
                                 {"n_gen", b.test.n_gen},
                                 {"depth", b.test.depth},
@@ -251,17 +247,22 @@ int run_bench(const BenchOptions& o) {
     fmt::print("GB/s = (weight + KV bytes read per token) x t/s, GFLOP/s = (matrix + attention FLOPs per token) x t/s; "
                "(%) = share of the best pass of the probe run right before or after that row's test\n");
   for (const Row& r : rows)
-    if (!r.result.nc_off_tokens_per_s.empty() && !r.result.tokens_per_s.empty()) {
-      // Per repetition, the NC-on pass's time over the NC-off pass's on the same cache.
-      std::vector<double> extra;
+    for (const BenchResult& companion : r.result.companions) {
+      // Per repetition, the test pass against the companion pass timed beside it.
+      std::vector<double> pct;
       for (std::size_t i = 0; i < r.result.tokens_per_s.size(); ++i)
-        extra.push_back(100.0 * (r.result.nc_off_tokens_per_s[i] / r.result.tokens_per_s[i] - 1.0));
-      const auto [mean, sd] = mean_and_std(extra);
-      fmt::print("{}: NC adds {:+.1f} ± {:.1f}% to decode time ({} interleaved NC on/off pairs on one compressed cache)\n",
-                 test_label(r), mean, sd, extra.size());
+        pct.push_back(companion.depth0_pass() ? 100.0 * (r.result.tokens_per_s[i] / companion.tokens_per_s[i] - 1.0)
+                                              : 100.0 * (companion.tokens_per_s[i] / r.result.tokens_per_s[i] - 1.0));
+      const auto [mean, sd] = mean_and_std(pct);
+      if (companion.depth0_pass())
+        fmt::print("{}: decode speed vs depth 0 {:+.1f} ± {:.1f}% ({} interleaved pairs with a depth-0 full-cache session)\n",
+                   test_label(r), mean, sd, pct.size());
+      else
+        fmt::print("{}: NC adds {:+.1f} ± {:.1f}% to decode time ({} interleaved NC on/off pairs on one compressed cache)\n",
+                   test_label(r), mean, sd, pct.size());
     }
   for (const Row& r : rows)
-    if (!r.press.empty() && r.result.depth_prefill_s > 0 && !r.nc_off_twin)
+    if (!r.press.empty() && r.result.depth_prefill_s > 0 && !r.companion)
       fmt::print("{}: compression after the {}-token prefill took {:.3f} s, {:.1f}% of that prefill ({:.1f} s)\n",
                  test_label(r), r.result.test.depth, r.result.depth_compress_s,
                  100.0 * r.result.depth_compress_s / r.result.depth_prefill_s, r.result.depth_prefill_s);

@@ -92,6 +92,7 @@ BenchResult run_bench(Transformer& model, const ModelFootprint& footprint, const
     press = make_press(config.press, budget);
   }
   const bool nc_ab = config.nc_ab && press && press->nc() && test.n_gen > 0;
+  const bool depth0_ab = config.depth0_ab && test.depth > 0 && test.n_gen > 0;
   const int per_pass = test.n_prompt + test.n_gen;
   const int per_rep = per_pass * (nc_ab ? 2 : 1);  // tokens one repetition adds to the cache
   const int warmup = std::max(1, per_pass / 10);
@@ -102,6 +103,13 @@ BenchResult run_bench(Transformer& model, const ModelFootprint& footprint, const
   // Room for the depth, the warm-up and every repetition when the depth is prefilled once.
   so.n_ctx = test.depth + warmup + per_rep * (config.fresh_depth ? 1 : config.repetitions) + 1;
   Session session(model, so);
+  std::unique_ptr<Session> shallow;  // depth0_ab: full cache, reset to depth 0 before each pass
+  if (depth0_ab) {
+    SessionOptions shallow_options = so;
+    shallow_options.press = nullptr;
+    shallow_options.n_ctx = per_pass + 1;
+    shallow = std::make_unique<Session>(model, shallow_options);
+  }
 
   BenchResult r;
   r.test = test;
@@ -114,30 +122,30 @@ BenchResult run_bench(Transformer& model, const ModelFootprint& footprint, const
     r.depth_prefill_s = seconds_since(start);
     r.depth_compress_s = session.compress_seconds();
   };
-  auto timed_pass = [&](int n_prompt, int n_gen, double* kv_bytes, double* attn_flops) {
+  auto timed_pass = [&](Session& s, double* kv_bytes, double* attn_flops) {
     double kv = 0.0, af = 0.0;
     const auto start = Clock::now();
-    if (n_prompt > 0) {
+    if (test.n_prompt > 0) {
       // Prompt tokens read the cache as it grows: average of before and after.
-      const double kv0 = kv_read_bytes(session.cache()), af0 = attention_flops(session.cache(), c);
-      session.prefill(random_tokens(n_prompt));
-      kv = 0.5 * (kv0 + kv_read_bytes(session.cache()));
-      af = 0.5 * (af0 + attention_flops(session.cache(), c));
+      const double kv0 = kv_read_bytes(s.cache()), af0 = attention_flops(s.cache(), c);
+      s.prefill(random_tokens(test.n_prompt));
+      kv = 0.5 * (kv0 + kv_read_bytes(s.cache()));
+      af = 0.5 * (af0 + attention_flops(s.cache(), c));
     } else {
       int32_t next = token(rng);
-      for (int i = 0; i < n_gen; ++i) {
-        session.decode(next);
-        kv += kv_read_bytes(session.cache());
-        af += attention_flops(session.cache(), c);
+      for (int i = 0; i < test.n_gen; ++i) {
+        s.decode(next);
+        kv += kv_read_bytes(s.cache());
+        af += attention_flops(s.cache(), c);
         next = token(rng);  // the sampled token would be random too; sampling is not timed
       }
-      kv /= n_gen;
-      af /= n_gen;
+      kv /= test.n_gen;
+      af /= test.n_gen;
     }
-    const double s = seconds_since(start);
-    if (kv_bytes) *kv_bytes = kv;
-    if (attn_flops) *attn_flops = af;
-    return s;
+    const double seconds = seconds_since(start);
+    *kv_bytes = kv;
+    *attn_flops = af;
+    return seconds;
   };
 
   // Warm-up: touches the weights and the code paths (untimed).
@@ -147,34 +155,54 @@ BenchResult run_bench(Transformer& model, const ModelFootprint& footprint, const
   else
     for (int i = 0; i < warmup; ++i) session.decode(token(rng));
 
-  double kv_sum = 0.0, af_sum = 0.0;
+  // The passes of one repetition: the test, then its companions. Their order rotates from one
+  // repetition to the next, so that no pass always runs first after the depth prefill or on the
+  // shortest cache, and all of them sample the same minutes of a drifting machine.
+  enum Pass { kTest, kNcOff, kDepth0, kPasses };
+  std::vector<Pass> passes = {kTest};
+  if (nc_ab) passes.push_back(kNcOff);
+  if (depth0_ab) passes.push_back(kDepth0);
+  BenchResult results[kPasses];  // tokens_per_s per pass kind; KV bytes and FLOPs summed below
+  double kv_sum[kPasses] = {}, af_sum[kPasses] = {};
   for (int rep = 0; rep < config.repetitions; ++rep) {
     if (rep == 0 || config.fresh_depth) prefill_depth();
-    const int n_tokens = test.n_prompt > 0 ? test.n_prompt : test.n_gen;
-    // With nc_ab, odd repetitions time NC off first, so that neither setting always runs on the
-    // shorter cache or right after the depth prefill.
-    for (int pass = 0; pass < (nc_ab ? 2 : 1); ++pass) {
-      const bool nc_on = !nc_ab || (pass == 0) == (rep % 2 == 0);
+    for (std::size_t i = 0; i < passes.size(); ++i) {
+      const Pass pass = passes[(i + rep) % passes.size()];
+      Session& s = pass == kDepth0 ? *shallow : session;
+      if (pass == kDepth0) s.reset();
+      if (nc_ab) session.set_nc(pass != kNcOff);
       double kv = 0.0, af = 0.0;
-      if (nc_ab) session.set_nc(nc_on);
-      const double s = timed_pass(test.n_prompt, test.n_gen, &kv, &af);
-      (nc_on ? r.tokens_per_s : r.nc_off_tokens_per_s).push_back(n_tokens / s);
-      kv_sum += kv;
-      af_sum += af;
+      const double seconds = timed_pass(s, &kv, &af);
+      results[pass].tokens_per_s.push_back((test.n_prompt + test.n_gen) / seconds);
+      kv_sum[pass] += kv;
+      af_sum[pass] += af;
     }
   }
   if (nc_ab) session.set_nc(true);
-  const double n = static_cast<double>(r.tokens_per_s.size() + r.nc_off_tokens_per_s.size());
-  std::tie(r.mean_tps, r.std_tps) = mean_and_std(r.tokens_per_s);
   // A prompt reads the weights once per micro-batch, a generated token once per token; a prompt
   // computes logits (the output head's product) only for the last token of each micro-batch.
   const double weight_passes_per_token =
       test.n_prompt > 0 ? std::ceil(double(test.n_prompt) / so.ubatch) / test.n_prompt : 1.0;
-  r.bytes_per_token = footprint.weight_bytes_per_token * weight_passes_per_token + kv_sum / n;
-  r.flops_per_token = 2.0 * (footprint.matmul_params - footprint.output_params) +
-                      2.0 * footprint.output_params * weight_passes_per_token + af_sum / n;
-  r.kv_bytes_held = session.cache().bytes_held();
-  r.kv_rows_held = session.cache().total_tokens();
+  for (const Pass pass : passes) {
+    BenchResult& p = pass == kTest ? r : results[pass];
+    if (pass == kTest) {
+      r.tokens_per_s = std::move(results[kTest].tokens_per_s);
+    } else {
+      p.test = test;
+      p.kv_row_bytes = r.kv_row_bytes;
+      p.companion = pass == kNcOff ? kNcOffCompanion : kDepth0Companion;
+    }
+    const double n = static_cast<double>(p.tokens_per_s.size());
+    std::tie(p.mean_tps, p.std_tps) = mean_and_std(p.tokens_per_s);
+    p.bytes_per_token = footprint.weight_bytes_per_token * weight_passes_per_token + kv_sum[pass] / n;
+    p.flops_per_token = 2.0 * (footprint.matmul_params - footprint.output_params) +
+                        2.0 * footprint.output_params * weight_passes_per_token + af_sum[pass] / n;
+    const KvCache& cache = (pass == kDepth0 ? *shallow : session).cache();
+    p.kv_bytes_held = cache.bytes_held();
+    p.kv_rows_held = cache.total_tokens();
+  }
+  for (const Pass pass : passes)
+    if (pass != kTest) r.companions.push_back(std::move(results[pass]));
   return r;
 }
 

@@ -41,15 +41,24 @@ struct BenchConfig {
   int32_t kv_budget = 0;    // --kv-budget L for the press (0 = the spec's own)
   bool fresh_depth = false; // re-prefill the depth before every repetition (llama-bench); else once
   bool nc_ab = false;       // tg tests with an NC press: each repetition also times NC off on the
-                            // same cache, the two passes in alternating order
+                            // same cache (companion "NC off (same cache)")
+  bool depth0_ab = false;   // tg tests at depth > 0: each repetition also times the same decode on
+                            // a second, full-cache session from depth 0 (companion "depth 0 (same run)")
   uint64_t seed = 1;        // token ids
 };
+
+inline constexpr const char* kNcOffCompanion = "NC off (same cache)";
+inline constexpr const char* kDepth0Companion = "depth 0 (same run)";
 
 struct BenchResult {
   BenchTest test;
   std::vector<double> tokens_per_s;  // one per repetition
   double mean_tps = 0.0, std_tps = 0.0;
-  std::vector<double> nc_off_tokens_per_s;  // BenchConfig::nc_ab: the NC-off pass of each repetition
+  // Companion passes (nc_ab, depth0_ab): timed within every repetition beside the test, in a
+  // rotating order, so that their tokens_per_s[i] pair with the test's tokens_per_s[i].
+  std::string companion;               // what a companion measured; empty for the test itself
+  bool depth0_pass() const { return companion == kDepth0Companion; }
+  std::vector<BenchResult> companions;
   double bytes_per_token = 0.0;  // weights + KV rows read per token (average over the test)
   double flops_per_token = 0.0;  // matrix products + attention (average over the test)
   std::size_t kv_row_bytes = 0;  // one token of one KV head: key + value + position

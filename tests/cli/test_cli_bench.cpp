@@ -104,8 +104,8 @@ TEST(CliBench, NcAbTimesBothSettingsOnOneCache) {
   ASSERT_EQ(j["results"].size(), 3u);  // full cache, MomentKV (NC on), its NC-off twin
   const auto& on = j["results"][1];
   const auto& off = j["results"][2];
-  EXPECT_FALSE(on["nc_off_same_cache"].get<bool>());
-  EXPECT_TRUE(off["nc_off_same_cache"].get<bool>());
+  EXPECT_EQ(on["companion"], "");
+  EXPECT_EQ(off["companion"], "NC off (same cache)");
   EXPECT_EQ(on["samples_ts"].size(), 3u);
   EXPECT_EQ(off["samples_ts"].size(), 3u);
   EXPECT_NE(off["press"].get<std::string>().find("NC off"), std::string::npos);
@@ -120,6 +120,28 @@ TEST(CliBench, NcAbTimesBothSettingsOnOneCache) {
                                    " -p 0 -n 4 -d 48 -r 2 -t 1 --no-probe --press momentkv --kv-budget 16 --nc-ab");
   ASSERT_EQ(md.exit_code, 0) << md.err;
   EXPECT_NE(md.out.find("NC adds"), std::string::npos) << md.out;
+}
+
+TEST(CliBench, Depth0AbTimesDepthZeroBesideThePressRow) {
+  const BenchRun r = run_momentkv("bench -m " + tiny_model() +
+                                  " -p 0 -n 4 -d 48 -r 3 -t 1 -o json --no-probe --press momentkv --kv-budget 16 --nc-ab --depth0-ab");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["results"].size(), 4u);  // full cache (no companion), MomentKV, its NC-off and depth-0 companions
+  const auto& press = j["results"][1];
+  const auto& depth0 = j["results"][3];
+  EXPECT_EQ(j["results"][0]["companion"], "");
+  EXPECT_EQ(j["results"][2]["companion"], "NC off (same cache)");
+  EXPECT_EQ(depth0["companion"], "depth 0 (same run)");
+  EXPECT_EQ(depth0["samples_ts"].size(), 3u);
+  // The depth-0 session holds only its own decoded tokens: 4 per KV head of every layer.
+  EXPECT_LT(depth0["kv_rows_held"].get<int64_t>(), press["kv_rows_held"].get<int64_t>());
+  EXPECT_EQ(depth0["kv_rows_held"].get<int64_t>() % 4, 0);
+  EXPECT_LT(depth0["bytes_per_token"].get<double>(), press["bytes_per_token"].get<double>());
+  const BenchRun md = run_momentkv("bench -m " + tiny_model() +
+                                   " -p 0 -n 4 -d 48 -r 2 -t 1 --no-probe --press snapkv --kv-budget 16 --depth0-ab");
+  ASSERT_EQ(md.exit_code, 0) << md.err;
+  EXPECT_NE(md.out.find("decode speed vs depth 0"), std::string::npos) << md.out;
 }
 
 TEST(CliBench, CsvHasAHeaderAndOneLinePerTest) {
