@@ -99,7 +99,7 @@ float row_dot(const uint8_t* w, std::size_t block_bytes, const ActBlockQ8* x, in
   __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
   float offset = 0.0f;  // Σ m * s over the blocks (Q4_1, Q5_1)
   for (int64_t b = 0; b < nb; ++b, w += block_bytes) {
-    simd::prefetch_ahead(w);
+    simd::prefetch_stream_ahead(w);
     const __m256i xq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[b].q));
     const __m256 dot = block_dot<K>(w, xq, x[b], offset);
     const __m256 d = _mm256_set1_ps(fp16_at(w) * x[b].d);
@@ -120,7 +120,7 @@ template <Kind K>
 float row_dot(const uint8_t* w, std::size_t block_bytes, const ActBlockQ8* x, int64_t nb) {
   float sum = 0.0f, offset = 0.0f;
   for (int64_t b = 0; b < nb; ++b, w += block_bytes) {
-    simd::prefetch_ahead(w);
+    simd::prefetch_stream_ahead(w);
     int32_t dot = 0;
     for (int i = 0; i < 32; ++i) {
       int code;
