@@ -50,7 +50,6 @@ struct Row {
   int threads;
   std::string press;
   BenchResult result;
-  bool companion = false;    // --nc-ab / --depth0-ab: passes timed beside the row before it
   double probe_gbs = 0.0;    // best read-bandwidth probe pass right before or after this row's test (0: none)
   double fma_gflops = 0.0;   // best FMA-peak probe pass right before or after this row's test (0: none)
 };
@@ -139,17 +138,18 @@ int run_bench(const BenchOptions& o) {
             const BenchResult result = run_bench(*m.transformer, fp, test, bc);
             const ProbeReading after = probe_now(t);
             const double probe_gbs = std::max(before.gbs, after.gbs), fma_gflops = std::max(before.gflops, after.gflops);
-            rows.push_back({name, fp, t, press, result, false, probe_gbs, fma_gflops});
+            rows.push_back({name, fp, t, press, result, probe_gbs, fma_gflops});
+            // Companions (--nc-ab, --depth0-ab) were timed beside the test: same probe readings.
             for (const BenchResult& companion : result.companions)
-              rows.push_back({name, fp, t, press + ", " + companion.companion, companion, true, probe_gbs, fma_gflops});
+              rows.push_back({name, fp, t, press + ", " + companion.companion, companion, probe_gbs, fma_gflops});
           }
         }
     }
   }
   // The probe's buffer stays resident for the whole run: it is not the engine's memory.
-  const std::size_t rss = peak_rss_bytes() - (probe ? std::min(probe->bytes(), peak_rss_bytes()) : 0);
+  const std::size_t peak_rss = peak_rss_bytes();
+  const std::size_t rss = peak_rss - (probe ? std::min(probe->bytes(), peak_rss) : 0);
   // Each row's fraction is of its own probe (same thread count, same minutes).
-  auto probe_gbs = [](const Row& r) { return r.probe_gbs; };
   auto fraction = [](const Row& r) { return r.probe_gbs > 0 ? r.result.gbs() / r.probe_gbs : 0.0; };
   auto flops_fraction = [](const Row& r) { return r.fma_gflops > 0 ? r.result.gflops() / r.fma_gflops : 0.0; };
 
@@ -199,7 +199,7 @@ int run_bench(const BenchOptions& o) {
                                 {"gbs", b.gbs()},
                                 {"gflops", b.gflops()},
                                 {"bandwidth_fraction", fraction(r)},
-                                {"probe_gbs", probe_gbs(r)},
+                                {"probe_gbs", r.probe_gbs},
                                 {"flops_fraction", flops_fraction(r)},
                                 {"fma_peak_gflops", r.fma_gflops},
                                 {"kv_row_bytes", b.kv_row_bytes},
@@ -220,7 +220,7 @@ int run_bench(const BenchOptions& o) {
       fmt::print("{},{},{},{},{},{},{},{},{:.3f},{:.3f},{:.2f},{:.2f},{:.3f},{},{},{},{:.2f},{:.3f},{:.1f}\n", r.model,
                  r.footprint.file_bytes, r.footprint.params, backend_name(), r.threads, b.test.name(), r.press,
                  b.test.depth, b.mean_tps, b.std_tps, b.gbs(), b.gflops(),
-                 fraction(r), b.kv_row_bytes, b.kv_bytes_held, rss, probe_gbs(r), flops_fraction(r), r.fma_gflops);
+                 fraction(r), b.kv_row_bytes, b.kv_bytes_held, rss, r.probe_gbs, flops_fraction(r), r.fma_gflops);
     }
     return 0;
   }
@@ -228,7 +228,7 @@ int run_bench(const BenchOptions& o) {
   fmt::print("| --- | ---: | ---: | --- | ---: | --- | ---: | ---: | ---: | ---: |\n");
   for (const Row& r : rows) {
     const BenchResult& b = r.result;
-    const std::string frac = probe_gbs(r) > 0 ? fmt::format(" ({:.0f}%)", 100.0 * fraction(r)) : "";
+    const std::string frac = r.probe_gbs > 0 ? fmt::format(" ({:.0f}%)", 100.0 * fraction(r)) : "";
     const std::string flops_frac = r.fma_gflops > 0 ? fmt::format(" ({:.0f}%)", 100.0 * flops_fraction(r)) : "";
     fmt::print("| {} | {} | {} | {} | {} | {} | {:.2f} ± {:.2f} | {:.2f}{} | {:.1f}{} | {} |\n", r.model,
                size_text(static_cast<double>(r.footprint.file_bytes)), params_text(static_cast<double>(r.footprint.params)),
@@ -249,12 +249,15 @@ int run_bench(const BenchOptions& o) {
   for (const Row& r : rows)
     for (const BenchResult& companion : r.result.companions) {
       // Per repetition, the test pass against the companion pass timed beside it.
+      // Depth 0: the test's speed relative to it; NC off: the test's extra time relative to it.
+      const bool depth0 = companion.depth0_pass();
       std::vector<double> pct;
-      for (std::size_t i = 0; i < r.result.tokens_per_s.size(); ++i)
-        pct.push_back(companion.depth0_pass() ? 100.0 * (r.result.tokens_per_s[i] / companion.tokens_per_s[i] - 1.0)
-                                              : 100.0 * (companion.tokens_per_s[i] / r.result.tokens_per_s[i] - 1.0));
+      for (std::size_t i = 0; i < r.result.tokens_per_s.size(); ++i) {
+        const double test_tps = r.result.tokens_per_s[i], companion_tps = companion.tokens_per_s[i];
+        pct.push_back(100.0 * (depth0 ? test_tps / companion_tps : companion_tps / test_tps) - 100.0);
+      }
       const auto [mean, sd] = mean_and_std(pct);
-      if (companion.depth0_pass())
+      if (depth0)
         fmt::print("{}: decode speed vs depth 0 {:+.1f} ± {:.1f}% ({} interleaved pairs with a depth-0 full-cache session)\n",
                    test_label(r), mean, sd, pct.size());
       else
@@ -262,7 +265,7 @@ int run_bench(const BenchOptions& o) {
                    test_label(r), mean, sd, pct.size());
     }
   for (const Row& r : rows)
-    if (!r.press.empty() && r.result.depth_prefill_s > 0 && !r.companion)
+    if (!r.press.empty() && r.result.depth_prefill_s > 0 && r.result.companion.empty())
       fmt::print("{}: compression after the {}-token prefill took {:.3f} s, {:.1f}% of that prefill ({:.1f} s)\n",
                  test_label(r), r.result.test.depth, r.result.depth_compress_s,
                  100.0 * r.result.depth_compress_s / r.result.depth_prefill_s, r.result.depth_prefill_s);

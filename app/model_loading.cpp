@@ -50,7 +50,8 @@ LoadedModel load_model(const ModelOptions& options) {
   set_num_threads(options.threads);
 
   LoadedModel loaded;
-  loaded.file = std::make_unique<GgufFile>(GgufFile::open(resolve_model_path(options.model_path), options.no_mmap ? GgufFile::Load::Read : GgufFile::Load::Mmap));
+  const auto load = options.no_mmap ? GgufFile::Load::Read : GgufFile::Load::Mmap;
+  loaded.file = std::make_unique<GgufFile>(GgufFile::open(resolve_model_path(options.model_path), load));
   loaded.transformer = std::make_unique<Transformer>(*loaded.file, options.ubatch);
   loaded.tokenizer = Tokenizer::create(Vocab::from_gguf(*loaded.file));
   loaded.kv_storage = options.cache_type == "f16" ? KvStorage::F16 : KvStorage::F32;

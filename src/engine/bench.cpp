@@ -162,18 +162,20 @@ BenchResult run_bench(Transformer& model, const ModelFootprint& footprint, const
   std::vector<Pass> passes = {kTest};
   if (nc_ab) passes.push_back(kNcOff);
   if (depth0_ab) passes.push_back(kDepth0);
-  BenchResult results[kPasses];  // tokens_per_s per pass kind; KV bytes and FLOPs summed below
-  double kv_sum[kPasses] = {}, af_sum[kPasses] = {};
+  BenchResult nc_off, depth0;  // the companions, filled when their passes run
+  auto result_of = [&](Pass pass) -> BenchResult& { return pass == kTest ? r : pass == kNcOff ? nc_off : depth0; };
+  auto session_of = [&](Pass pass) -> Session& { return pass == kDepth0 ? *shallow : session; };
+  double kv_sum[kPasses] = {}, af_sum[kPasses] = {};  // per pass kind, over its repetitions
   for (int rep = 0; rep < config.repetitions; ++rep) {
     if (rep == 0 || config.fresh_depth) prefill_depth();
     for (std::size_t i = 0; i < passes.size(); ++i) {
       const Pass pass = passes[(i + rep) % passes.size()];
-      Session& s = pass == kDepth0 ? *shallow : session;
+      Session& s = session_of(pass);
       if (pass == kDepth0) s.reset();
       if (nc_ab) session.set_nc(pass != kNcOff);
       double kv = 0.0, af = 0.0;
       const double seconds = timed_pass(s, &kv, &af);
-      results[pass].tokens_per_s.push_back((test.n_prompt + test.n_gen) / seconds);
+      result_of(pass).tokens_per_s.push_back((test.n_prompt + test.n_gen) / seconds);
       kv_sum[pass] += kv;
       af_sum[pass] += af;
     }
@@ -184,10 +186,8 @@ BenchResult run_bench(Transformer& model, const ModelFootprint& footprint, const
   const double weight_passes_per_token =
       test.n_prompt > 0 ? std::ceil(double(test.n_prompt) / so.ubatch) / test.n_prompt : 1.0;
   for (const Pass pass : passes) {
-    BenchResult& p = pass == kTest ? r : results[pass];
-    if (pass == kTest) {
-      r.tokens_per_s = std::move(results[kTest].tokens_per_s);
-    } else {
+    BenchResult& p = result_of(pass);
+    if (pass != kTest) {
       p.test = test;
       p.kv_row_bytes = r.kv_row_bytes;
       p.companion = pass == kNcOff ? kNcOffCompanion : kDepth0Companion;
@@ -197,12 +197,12 @@ BenchResult run_bench(Transformer& model, const ModelFootprint& footprint, const
     p.bytes_per_token = footprint.weight_bytes_per_token * weight_passes_per_token + kv_sum[pass] / n;
     p.flops_per_token = 2.0 * (footprint.matmul_params - footprint.output_params) +
                         2.0 * footprint.output_params * weight_passes_per_token + af_sum[pass] / n;
-    const KvCache& cache = (pass == kDepth0 ? *shallow : session).cache();
+    const KvCache& cache = session_of(pass).cache();
     p.kv_bytes_held = cache.bytes_held();
     p.kv_rows_held = cache.total_tokens();
   }
   for (const Pass pass : passes)
-    if (pass != kTest) r.companions.push_back(std::move(results[pass]));
+    if (pass != kTest) r.companions.push_back(std::move(result_of(pass)));
   return r;
 }
 

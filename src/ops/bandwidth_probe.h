@@ -25,7 +25,7 @@ class BandwidthProbe {
   std::size_t bytes() const { return bytes_; }
 
  private:
-  float* data_ = nullptr;
+  float* data_ = nullptr;  // (bytes_ / 4) floats, mapped and touched at construction
   std::size_t bytes_ = 0;
 };
 

@@ -129,8 +129,8 @@ std::string render_svg(const LinePlot& plot) {
     const PlotSeries& series = plot.series[s];
     const char* color = kColors[s % std::size(kColors)];
     const std::size_t style = s / std::size(kColors);
-    const std::string dash =
-        kDashes[style % std::size(kDashes)][0] ? fmt::format(" stroke-dasharray=\"{}\"", kDashes[style % std::size(kDashes)]) : "";
+    const char* pattern = kDashes[style % std::size(kDashes)];
+    const std::string dash = *pattern ? fmt::format(" stroke-dasharray=\"{}\"", pattern) : "";
     svg += fmt::format("<g class=\"series\" stroke=\"{0}\" fill=\"{0}\">\n", color);
     if (series.reference && !series.points.empty()) {
       svg += fmt::format("<line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" stroke-width=\"2\" "
