@@ -163,7 +163,7 @@ struct BenchOptions {
   bool fresh_depth = false;          // --fresh-depth: re-prefill the depth before every repetition
   bool nc_ab = false;                // --nc-ab: also time NC off, interleaved, on the same compressed cache
   bool depth0_ab = false;            // --depth0-ab: also time depth-0 decode, interleaved, beside each press row
-  bool no_probe = false;             // --no-probe: skip the bandwidth probe
+  bool no_probe = false;             // --no-probe: skip the bandwidth and FMA-peak probes
   bool progress = false;             // --progress: one stderr line per test
 };
 int run_bench(const BenchOptions& options);
