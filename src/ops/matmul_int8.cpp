@@ -94,21 +94,26 @@ inline __m256 block_dot(const uint8_t* w, __m256i xq, const ActBlockQ8& x, float
 }
 
 // One row at a time: streaming 2 or 4 rows together (sharing the activation loads) measured slower.
+// Two blocks per step, each into its own accumulator, and one prefetch per step (about one per
+// cache line: a Q8_0 block is 34 bytes). On the Llama-3.2-1B matrix sequence alone (2 threads,
+// interleaved with the bandwidth probe) this streams at 85-90% of the probe against 80-85% with a
+// prefetch at every block; whole-model decode is unchanged within this host's noise.
 template <Kind K>
 float row_dot(const uint8_t* w, std::size_t block_bytes, const ActBlockQ8* x, int64_t nb) {
-  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+  __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
   float offset = 0.0f;  // Σ m * s over the blocks (Q4_1, Q5_1)
-  for (int64_t b = 0; b < nb; ++b, w += block_bytes) {
+  auto add_block = [&](const uint8_t* block, const ActBlockQ8& xb, __m256& a) {
+    const __m256i xq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb.q));
+    a = _mm256_fmadd_ps(_mm256_set1_ps(fp16_at(block) * xb.d), block_dot<K>(block, xq, xb, offset), a);
+  };
+  int64_t b = 0;
+  for (; b + 1 < nb; b += 2, w += 2 * block_bytes) {
     simd::prefetch_stream_ahead(w);
-    const __m256i xq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[b].q));
-    const __m256 dot = block_dot<K>(w, xq, x[b], offset);
-    const __m256 d = _mm256_set1_ps(fp16_at(w) * x[b].d);
-    if (b & 1)
-      acc1 = _mm256_fmadd_ps(d, dot, acc1);
-    else
-      acc0 = _mm256_fmadd_ps(d, dot, acc0);
+    add_block(w, x[b], acc[0]);
+    add_block(w + block_bytes, x[b + 1], acc[1]);
   }
-  return hsum(_mm256_add_ps(acc0, acc1)) + offset;
+  if (b < nb) add_block(w, x[b], acc[0]);
+  return hsum(_mm256_add_ps(acc[0], acc[1])) + offset;
 }
 
 #else  // portable
