@@ -42,7 +42,11 @@ std::string params_text(double p) {
   return fmt::format("{:.2f} K", p / 1e3);
 }
 
-constexpr int kProbePasses = 3;  // before and after every test
+// One pass of each probe (after its warm-up pass), taken right before or right after a repetition.
+struct ProbeReading {
+  double gbs = 0.0;
+  double gflops = 0.0;
+};
 
 struct Row {
   std::string model;
@@ -50,14 +54,25 @@ struct Row {
   int threads;
   std::string press;
   BenchResult result;
-  double probe_gbs = 0.0;    // best read-bandwidth probe pass right before or after this row's test (0: none)
-  double fma_gflops = 0.0;   // best FMA-peak probe pass right before or after this row's test (0: none)
-};
+  // Two per repetition of this row's test (before, after), in order; empty without probes.
+  // Companions (--nc-ab, --depth0-ab) ran inside the same repetitions: same readings.
+  std::vector<ProbeReading> readings;
 
-// The best pass of each probe, taken between tests.
-struct ProbeReading {
-  double gbs = 0.0;
-  double gflops = 0.0;
+  // The best pass of a probe around the test (0: none).
+  double best(double ProbeReading::*field) const {
+    double b = 0.0;
+    for (const ProbeReading& p : readings) b = std::max(b, p.*field);
+    return b;
+  }
+  // The share of a probe's limit reached, paired per repetition (see paired_fraction).
+  double fraction(double ProbeReading::*field, double per_token) const {
+    std::vector<double> rates, limits;
+    for (double tps : result.tokens_per_s) rates.push_back(per_token * tps / 1e9);
+    for (const ProbeReading& p : readings) limits.push_back(p.*field);
+    return paired_fraction(rates, limits);
+  }
+  double bandwidth_fraction() const { return fraction(&ProbeReading::gbs, result.bytes_per_token); }
+  double flops_fraction() const { return fraction(&ProbeReading::gflops, result.flops_per_token); }
 };
 
 }  // namespace
@@ -88,19 +103,17 @@ int run_bench(const BenchOptions& o) {
   for (const auto& p : o.presses) presses.push_back(p);
 
   std::vector<Row> rows;
-  // The probe's buffer is touched once, here, and read right before and right after every test,
-  // so that each row's share of the bandwidth is measured in the same minutes as the row (this
-  // kind of shared host drifts between 18 and 33 GB/s over a day).
+  // The probe's buffer is touched once, here, and read right before and right after every
+  // repetition, so that each repetition's share of the bandwidth is measured seconds from it
+  // (this kind of shared host drifts between 18 and 33 GB/s over a day, and within minutes).
   std::unique_ptr<BandwidthProbe> probe;
   if (!o.no_probe) probe = std::make_unique<BandwidthProbe>();
   std::map<int, std::vector<double>> probe_passes, fma_passes;  // thread count -> every pass
   auto probe_now = [&](int t) {
-    ProbeReading reading;
-    if (!probe) return reading;
-    const std::vector<double> gbs = probe->passes_gbs(kProbePasses), gflops = fma_probe_passes(kProbePasses);
-    probe_passes[t].insert(probe_passes[t].end(), gbs.begin(), gbs.end());
-    fma_passes[t].insert(fma_passes[t].end(), gflops.begin(), gflops.end());
-    return ProbeReading{*std::max_element(gbs.begin(), gbs.end()), *std::max_element(gflops.begin(), gflops.end())};
+    const double gbs = probe->passes_gbs(1).front(), gflops = fma_probe_passes(1).front();
+    probe_passes[t].push_back(gbs);
+    fma_passes[t].push_back(gflops);
+    return ProbeReading{gbs, gflops};
   };
   for (const auto& path : models) {
     ModelOptions mo;
@@ -134,14 +147,12 @@ int run_bench(const BenchOptions& o) {
             bc.nc_ab = o.nc_ab;
             bc.depth0_ab = o.depth0_ab && !press.empty();
             if (o.progress) fmt::print(stderr, "bench: {} t={} {}{}\n", name, t, test.name(), press.empty() ? "" : " " + press);
-            const ProbeReading before = probe_now(t);
+            std::vector<ProbeReading> readings;
+            if (probe) bc.around_repetition = [&] { readings.push_back(probe_now(t)); };
             const BenchResult result = run_bench(*m.transformer, fp, test, bc);
-            const ProbeReading after = probe_now(t);
-            const double probe_gbs = std::max(before.gbs, after.gbs), fma_gflops = std::max(before.gflops, after.gflops);
-            rows.push_back({name, fp, t, press, result, probe_gbs, fma_gflops});
-            // Companions (--nc-ab, --depth0-ab) were timed beside the test: same probe readings.
+            rows.push_back({name, fp, t, press, result, readings});
             for (const BenchResult& companion : result.companions)
-              rows.push_back({name, fp, t, press + ", " + companion.companion, companion, probe_gbs, fma_gflops});
+              rows.push_back({name, fp, t, press + ", " + companion.companion, companion, readings});
           }
         }
     }
@@ -149,9 +160,6 @@ int run_bench(const BenchOptions& o) {
   // The probe's buffer stays resident for the whole run: it is not the engine's memory.
   const std::size_t peak_rss = peak_rss_bytes();
   const std::size_t rss = peak_rss - (probe ? std::min(probe->bytes(), peak_rss) : 0);
-  // Each row's fraction is of its own probe (same thread count, same minutes).
-  auto fraction = [](const Row& r) { return r.probe_gbs > 0 ? r.result.gbs() / r.probe_gbs : 0.0; };
-  auto flops_fraction = [](const Row& r) { return r.fma_gflops > 0 ? r.result.gflops() / r.fma_gflops : 0.0; };
 
   auto test_label = [](const Row& r) {
     std::string s = r.result.test.name();
@@ -198,10 +206,10 @@ int run_bench(const BenchOptions& o) {
                                 {"flops_per_token", b.flops_per_token},
                                 {"gbs", b.gbs()},
                                 {"gflops", b.gflops()},
-                                {"bandwidth_fraction", fraction(r)},
-                                {"probe_gbs", r.probe_gbs},
-                                {"flops_fraction", flops_fraction(r)},
-                                {"fma_peak_gflops", r.fma_gflops},
+                                {"bandwidth_fraction", r.bandwidth_fraction()},
+                                {"probe_gbs", r.best(&ProbeReading::gbs)},
+                                {"flops_fraction", r.flops_fraction()},
+                                {"fma_peak_gflops", r.best(&ProbeReading::gflops)},
                                 {"kv_row_bytes", b.kv_row_bytes},
                                 {"kv_bytes_held", b.kv_bytes_held},
                                 {"kv_rows_held", b.kv_rows_held},
@@ -220,7 +228,8 @@ int run_bench(const BenchOptions& o) {
       fmt::print("{},{},{},{},{},{},{},{},{:.3f},{:.3f},{:.2f},{:.2f},{:.3f},{},{},{},{:.2f},{:.3f},{:.1f}\n", r.model,
                  r.footprint.file_bytes, r.footprint.params, backend_name(), r.threads, b.test.name(), r.press,
                  b.test.depth, b.mean_tps, b.std_tps, b.gbs(), b.gflops(),
-                 fraction(r), b.kv_row_bytes, b.kv_bytes_held, rss, r.probe_gbs, flops_fraction(r), r.fma_gflops);
+                 r.bandwidth_fraction(), b.kv_row_bytes, b.kv_bytes_held, rss, r.best(&ProbeReading::gbs),
+                 r.flops_fraction(), r.best(&ProbeReading::gflops));
     }
     return 0;
   }
@@ -228,8 +237,9 @@ int run_bench(const BenchOptions& o) {
   fmt::print("| --- | ---: | ---: | --- | ---: | --- | ---: | ---: | ---: | ---: |\n");
   for (const Row& r : rows) {
     const BenchResult& b = r.result;
-    const std::string frac = r.probe_gbs > 0 ? fmt::format(" ({:.0f}%)", 100.0 * fraction(r)) : "";
-    const std::string flops_frac = r.fma_gflops > 0 ? fmt::format(" ({:.0f}%)", 100.0 * flops_fraction(r)) : "";
+    const bool probed = !r.readings.empty();
+    const std::string frac = probed ? fmt::format(" ({:.0f}%)", 100.0 * r.bandwidth_fraction()) : "";
+    const std::string flops_frac = probed ? fmt::format(" ({:.0f}%)", 100.0 * r.flops_fraction()) : "";
     fmt::print("| {} | {} | {} | {} | {} | {} | {:.2f} ± {:.2f} | {:.2f}{} | {:.1f}{} | {} |\n", r.model,
                size_text(static_cast<double>(r.footprint.file_bytes)), params_text(static_cast<double>(r.footprint.params)),
                backend_name(), r.threads, test_label(r), b.mean_tps, b.std_tps, b.gbs(), frac, b.gflops(), flops_frac,
@@ -238,14 +248,15 @@ int run_bench(const BenchOptions& o) {
   fmt::print("\n");
   for (const auto& [t, gbs] : probe_passes) {
     const PassSummary p = summarize_passes(gbs), f = summarize_passes(fma_passes[t]);
-    fmt::print("{} thread{}, {} passes of each probe around the tests: read bandwidth (STREAM-like, {}) best {:.2f} GB/s, "
+    fmt::print("{} thread{}, {} passes of each probe around the repetitions: read bandwidth (STREAM-like, {}) best {:.2f} GB/s, "
                "median {:.2f}; FP32 FMA peak best {:.1f} GFLOP/s, median {:.1f}\n",
                t, t == 1 ? "" : "s", gbs.size(), size_text(static_cast<double>(probe->bytes())), p.best, p.median, f.best,
                f.median);
   }
   if (probe)
     fmt::print("GB/s = (weight + KV bytes read per token) x t/s, GFLOP/s = (matrix + attention FLOPs per token) x t/s; "
-               "(%) = share of the best pass of the probe run right before or after that row's test\n");
+               "(%) = median over repetitions of the repetition's rate over the better probe pass right before or "
+               "after it\n");
   for (const Row& r : rows)
     for (const BenchResult& companion : r.result.companions) {
       // Per repetition, the test pass against the companion pass timed beside it.

@@ -72,6 +72,21 @@ std::pair<double, double> mean_and_std(const std::vector<double>& values) {
   return {mean, values.size() > 1 ? std::sqrt(var / (n - 1)) : 0.0};
 }
 
+double paired_fraction(const std::vector<double>& rates, const std::vector<double>& limits_around) {
+  if (limits_around.empty()) return 0.0;
+  MKV_CHECK(limits_around.size() == 2 * rates.size(), "paired_fraction: {} limit readings for {} repetitions",
+            limits_around.size(), rates.size());
+  std::vector<double> shares;
+  for (std::size_t i = 0; i < rates.size(); ++i) {
+    const double limit = std::max(limits_around[2 * i], limits_around[2 * i + 1]);
+    if (limit > 0) shares.push_back(rates[i] / limit);
+  }
+  if (shares.empty()) return 0.0;
+  std::sort(shares.begin(), shares.end());
+  const std::size_t mid = shares.size() / 2;
+  return shares.size() % 2 ? shares[mid] : 0.5 * (shares[mid - 1] + shares[mid]);
+}
+
 BenchResult run_bench(Transformer& model, const ModelFootprint& footprint, const BenchTest& test,
                       const BenchConfig& config) {
   MKV_CHECK((test.n_prompt > 0) != (test.n_gen > 0), "a bench test is either ppN or tgN");
@@ -168,6 +183,7 @@ BenchResult run_bench(Transformer& model, const ModelFootprint& footprint, const
   double kv_sum[kPasses] = {}, af_sum[kPasses] = {};  // per pass kind, over its repetitions
   for (int rep = 0; rep < config.repetitions; ++rep) {
     if (rep == 0 || config.fresh_depth) prefill_depth();
+    if (config.around_repetition) config.around_repetition();
     for (std::size_t i = 0; i < passes.size(); ++i) {
       const Pass pass = passes[(i + rep) % passes.size()];
       Session& s = session_of(pass);
@@ -179,6 +195,7 @@ BenchResult run_bench(Transformer& model, const ModelFootprint& footprint, const
       kv_sum[pass] += kv;
       af_sum[pass] += af;
     }
+    if (config.around_repetition) config.around_repetition();
   }
   if (nc_ab) session.set_nc(true);
   // A prompt reads the weights once per micro-batch, a generated token once per token; a prompt

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -45,6 +46,10 @@ struct BenchConfig {
   bool depth0_ab = false;   // tg tests at depth > 0: each repetition also times the same decode on
                             // a second, full-cache session from depth 0 (companion "depth 0 (same run)")
   uint64_t seed = 1;        // token ids
+  // Called (untimed) right before and right after the timed passes of every repetition: the
+  // bench command reads its probes there, so that each repetition is compared with the limits
+  // measured on both sides of it, seconds apart, on a host that drifts within minutes.
+  std::function<void()> around_repetition;
 };
 
 inline constexpr const char* kNcOffCompanion = "NC off (same cache)";
@@ -69,6 +74,11 @@ struct BenchResult {
   double gbs() const { return bytes_per_token * mean_tps / 1e9; }
   double gflops() const { return flops_per_token * mean_tps / 1e9; }
 };
+
+// Share of a limit reached per repetition: the median over i of rates[i] / max(limits[2i],
+// limits[2i + 1]), where limits holds the readings taken right before and right after each
+// repetition (BenchConfig::around_repetition). 0 when there are no readings.
+double paired_fraction(const std::vector<double>& rates, const std::vector<double>& limits_around);
 
 // Mean and sample standard deviation (0 for fewer than two values).
 std::pair<double, double> mean_and_std(const std::vector<double>& values);

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <sstream>
@@ -49,27 +50,35 @@ TEST(CliBench, MarkdownTableHasOneRowPerTest) {
   EXPECT_NE(r.out.find("peak RSS"), std::string::npos);
 }
 
-TEST(CliBench, ProbesBandwidthWithEachThreadCount) {
-  const BenchRun r = run_momentkv("bench -m " + tiny_model() + " -p 0 -n 2 -r 1 -t 1,2 -o json");
+TEST(CliBench, ProbesAroundEveryRepetitionWithEachThreadCount) {
+  const BenchRun r = run_momentkv("bench -m " + tiny_model() + " -p 0 -n 2 -r 2 -t 1,2 -o json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
   ASSERT_EQ(j["bandwidth_probe"].size(), 2u);
   ASSERT_EQ(j["results"].size(), 2u);
   for (std::size_t i = 0; i < 2; ++i) {
     const auto& probe = j["bandwidth_probe"][i];
+    const auto& fma = j["fma_probe"][i];
     const auto& row = j["results"][i];
     EXPECT_EQ(probe["threads"].get<int>(), static_cast<int>(i) + 1);
-    EXPECT_EQ(probe["passes_gbs"].size(), 6u);  // 3 passes before and 3 after the one test
     EXPECT_EQ(row["threads"], probe["threads"]);
-    EXPECT_DOUBLE_EQ(row["probe_gbs"].get<double>(), probe["best_gbs"].get<double>());
-    EXPECT_NEAR(row["bandwidth_fraction"].get<double>(), row["gbs"].get<double>() / probe["best_gbs"].get<double>(),
-                1e-9);
-    // The FMA-peak probe runs at the same moments; the row's FLOP rate is a share of it.
-    const auto& fma = j["fma_probe"][i];
     EXPECT_EQ(fma["threads"], probe["threads"]);
-    EXPECT_EQ(fma["passes_gflops"].size(), 6u);
+    ASSERT_EQ(probe["passes_gbs"].size(), 4u);  // one pass before and one after each of 2 repetitions
+    ASSERT_EQ(fma["passes_gflops"].size(), 4u);
+    EXPECT_DOUBLE_EQ(row["probe_gbs"].get<double>(), probe["best_gbs"].get<double>());
     EXPECT_DOUBLE_EQ(row["fma_peak_gflops"].get<double>(), fma["best_gflops"].get<double>());
-    EXPECT_NEAR(row["flops_fraction"].get<double>(), row["gflops"].get<double>() / fma["best_gflops"].get<double>(), 1e-9);
+    // Each repetition's rate over the better of the passes on its two sides; the median of two
+    // is their mean.
+    auto paired = [&](const char* per_token, const nlohmann::json& passes) {
+      double sum = 0.0;
+      for (int rep = 0; rep < 2; ++rep) {
+        const double rate = row[per_token].get<double>() * row["samples_ts"][rep].get<double>() / 1e9;
+        sum += rate / std::max(passes[2 * rep].get<double>(), passes[2 * rep + 1].get<double>());
+      }
+      return sum / 2;
+    };
+    EXPECT_NEAR(row["bandwidth_fraction"].get<double>(), paired("bytes_per_token", probe["passes_gbs"]), 1e-9);
+    EXPECT_NEAR(row["flops_fraction"].get<double>(), paired("flops_per_token", fma["passes_gflops"]), 1e-9);
   }
 }
 

@@ -1,7 +1,9 @@
 // What `momentkv bench` counts per token: the output head is one product per generated token but
-// only one row per prompt micro-batch, for tied and untied classifiers alike.
+// only one row per prompt micro-batch, for tied and untied classifiers alike. And how a rate is
+// set against the limits read around each repetition.
 #include <gtest/gtest.h>
 
+#include "core/error.h"
 #include "engine/bench.h"
 #include "gguf/gguf_file.h"
 #include "model/random_model.h"
@@ -38,6 +40,36 @@ TEST_P(BenchAccounting, OutputHeadCountsOncePerMicroBatchInPrefill) {
   EXPECT_LE(pp.flops_per_token, pp_products + attention_bound);
   EXPECT_GE(tg.flops_per_token, 2.0 * fp.matmul_params);
   EXPECT_LE(tg.flops_per_token, 2.0 * fp.matmul_params + attention_bound);
+}
+
+// Readings come in (before, after) pairs per repetition; each repetition is compared with the
+// better of its own two, and the row reports the median share.
+TEST(BenchPairedFraction, EachRepetitionAgainstTheBetterOfItsOwnTwoReadings) {
+  // Shares 10/20, 12/24 (not 12/30: the 30 belongs to the next repetition), 15/30.
+  EXPECT_DOUBLE_EQ(paired_fraction({10, 12, 15}, {20, 18, 24, 30, 25, 30}), 0.5);
+  // Even count: the mean of the two middle shares (0.5 and 0.8 of 0.4, 0.5, 0.8, 0.9).
+  EXPECT_DOUBLE_EQ(paired_fraction({4, 5, 8, 9}, {10, 10, 10, 10, 10, 10, 10, 10}), 0.65);
+  EXPECT_DOUBLE_EQ(paired_fraction({4, 5}, {}), 0.0);  // no probes
+  EXPECT_THROW(paired_fraction({4, 5}, {10, 10, 10}), MkvError);
+}
+
+TEST(BenchPairedFraction, RunBenchReadsAroundEveryRepetition) {
+  RandomModelSpec spec;
+  const auto path = (test::temp_dir() / "bench_around.gguf").string();
+  write_random_model(spec, path);
+  const GgufFile file = GgufFile::open(path);
+  Transformer model(file, 64);
+  BenchConfig config;
+  config.repetitions = 3;
+  config.press = "momentkv";
+  config.kv_budget = 8;
+  config.nc_ab = config.depth0_ab = true;  // companions run inside the same repetitions
+  int calls = 0;
+  config.around_repetition = [&] { ++calls; };
+  const BenchResult r = run_bench(model, model_footprint(file), {.n_gen = 2, .depth = 16}, config);
+  EXPECT_EQ(calls, 2 * config.repetitions);
+  EXPECT_EQ(r.tokens_per_s.size(), 3u);
+  ASSERT_EQ(r.companions.size(), 2u);
 }
 
 INSTANTIATE_TEST_SUITE_P(TiedAndUntied, BenchAccounting, ::testing::Bool(),
