@@ -34,13 +34,30 @@ std::vector<std::string> normalise_args(int argc, char** argv) {
 constexpr const char* kNoMmapHelp =
     "read the model into memory (2 MiB transparent huge pages) instead of mapping the file";
 
+// -ctk / -ctv (llama.cpp's separate K and V types). momentkv stores keys and values in one type,
+// so either flag sets it, and giving both is fine when they agree.
+void add_cache_type_flag(CLI::App& cmd, std::string& cache_type) {
+  cmd.add_option_function<std::vector<std::string>>(
+         "--cache-type-k,--cache-type-v",
+         [&cache_type](const std::vector<std::string>& types) {
+           for (const auto& t : types)
+             if (t != types.front())
+               throw CLI::ValidationError("--cache-type-k/--cache-type-v",
+                                          fmt::format("keys and values share one cache type here; got both '{}' and "
+                                                      "'{}'",
+                                                      types.front(), t));
+           cache_type = types.front();
+         },
+         fmt::format("KV cache storage: f32 | f16 (-ctk/-ctv; default {})", cache_type))
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+}
+
 void add_model_flags(CLI::App& cmd, ModelOptions& m) {
   cmd.add_option("-m,--model", m.model_path, "GGUF model file (default: $MOMENTKV_MODEL or ../shared/assets/stories260K.gguf)");
   cmd.add_option("-t,--threads", m.threads, "threads (0 = one per core)");
   cmd.add_option("--ubatch-size", m.ubatch, "prefill chunk size in tokens (-ub)")->capture_default_str();
   cmd.add_option("-c,--ctx-size", m.ctx, "context size (0 = from model)")->capture_default_str();
-  cmd.add_option("--cache-type-k,--cache-type-v", m.cache_type, "KV cache storage: f32 | f16 (-ctk/-ctv)")
-      ->capture_default_str();
+  add_cache_type_flag(cmd, m.cache_type);
   cmd.add_flag("--no-mmap", m.no_mmap, kNoMmapHelp);
 }
 
@@ -144,7 +161,7 @@ int main(int argc, char** argv) {
   bench->add_option("--press", bo.presses, "press spec, repeatable: tg tests at depth > 0 are repeated with it (compressing after the depth prefill)");
   bench->add_option("--kv-budget", bo.kv_budget, "budget L (tokens per KV head) for the presses")->capture_default_str();
   bench->add_option("--ubatch-size", bo.ubatch, "prefill chunk size in tokens (-ub)")->capture_default_str();
-  bench->add_option("--cache-type-k,--cache-type-v", bo.cache_type, "KV cache storage: f32 | f16 (-ctk/-ctv)")->capture_default_str();
+  add_cache_type_flag(*bench, bo.cache_type);
   bench->add_option("--precision", bo.precision, "matmul precision: exact | fast (8-bit activations for decode)")->capture_default_str();
   bench->add_flag_callback("--fast", [&bo] { bo.precision = "fast"; }, "same as --precision fast");
   bench->add_flag("--mlock", bo.mlock, "lock the model (and all memory) in RAM");

@@ -50,6 +50,21 @@ TEST(Cli, BadValuesAreRejected) {
   expect_one_line_error(run_cli("logits -m " + model + " --tokens 1,99999 -o /dev/null"), "99999");
 }
 
+// llama.cpp users give -ctk and -ctv together; momentkv has one type for both.
+TEST(Cli, CacheTypeFlagsMayBothBeGivenWhenTheyAgree) {
+  const std::string model = stories_model();
+  if (model.empty()) GTEST_SKIP() << "shared asset 'stories260K.gguf' not found";
+  const std::string gen = "generate -m " + model + " -p 'Once upon a time' -n 8 --temp 0";
+  const test::CliResult f16 = run_cli(gen + " -ctk f16");
+  ASSERT_EQ(f16.exit_code, 0) << f16.err;
+  const test::CliResult both = run_cli(gen + " -ctk f16 -ctv f16");
+  ASSERT_EQ(both.exit_code, 0) << both.err;
+  EXPECT_EQ(both.out, f16.out);
+  expect_one_line_error(run_cli(gen + " -ctk f16 -ctv f32"), "share one cache type");
+  expect_one_line_error(run_cli("bench -m " + model + " -p 0 -n 2 -r 1 --no-probe -ctk f16 -ctv f32"),
+                        "share one cache type");
+}
+
 TEST(Cli, GreedyGenerationOfStories260K) {
   const std::string model = stories_model();
   if (model.empty()) GTEST_SKIP() << "shared asset 'stories260K.gguf' not found";
