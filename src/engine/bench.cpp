@@ -12,6 +12,7 @@
 #include <tuple>
 
 #include "core/error.h"
+#include "core/median.h"
 #include "engine/session.h"
 #include "kv/press_registry.h"
 
@@ -81,10 +82,7 @@ double paired_fraction(const std::vector<double>& rates, const std::vector<doubl
     const double limit = std::max(limits_around[2 * i], limits_around[2 * i + 1]);
     if (limit > 0) shares.push_back(rates[i] / limit);
   }
-  if (shares.empty()) return 0.0;
-  std::sort(shares.begin(), shares.end());
-  const std::size_t mid = shares.size() / 2;
-  return shares.size() % 2 ? shares[mid] : 0.5 * (shares[mid - 1] + shares[mid]);
+  return median(std::move(shares));
 }
 
 BenchResult run_bench(Transformer& model, const ModelFootprint& footprint, const BenchTest& test,

@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "core/error.h"
+#include "core/median.h"
 #include "engine/session.h"
 #include "eval/report/svg_plot.h"
 #include "kv/moment_groups.h"
@@ -246,11 +247,7 @@ std::vector<FidelityRow> run_fidelity(Transformer& model, const std::vector<std:
     row.cosine = mean_of(cosv);
     row.error_plain = mean_of(ep);
     row.error_nc = mean_of(en);
-    if (!cosv.empty()) {
-      std::sort(cosv.begin(), cosv.end());
-      const std::size_t n = cosv.size();
-      row.cosine_median = n % 2 ? cosv[n / 2] : 0.5 * (cosv[n / 2 - 1] + cosv[n / 2]);
-    }
+    row.cosine_median = median(std::move(cosv));
   }
 
   if (config.model_output) {
