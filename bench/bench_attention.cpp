@@ -7,24 +7,18 @@
 
 #include <memory>
 #include <numeric>
-#include <random>
 #include <vector>
 
+#include "bench_support.h"
 #include "kv/attention.h"
 #include "kv/kv_cache.h"
 #include "kv/press_registry.h"
 
 namespace {
 
-constexpr int kHeads = 32, kKvHeads = 8, kDim = 64;
+using mkv::bench::gaussian;
 
-std::vector<float> gaussian(std::size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> dist;
-  std::vector<float> v(n);
-  for (auto& x : v) x = dist(rng);
-  return v;
-}
+constexpr int kHeads = 32, kKvHeads = 8, kDim = 64;
 
 // One layer holding `depth` random rows per KV head.
 mkv::KvCache filled_cache(int depth, mkv::KvStorage storage, mkv::MomentConfig moments = {}) {
