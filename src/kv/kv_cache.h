@@ -60,6 +60,7 @@ class KvCache {
 
   // Keeps exactly the token indices in `keep` (strictly increasing, each < length) of one head;
   // the others are evicted (folded into the moments when tracked) and their memory released.
+  // Touches only that head's store: calls for different heads may run concurrently.
   void retain(int layer, int kv_head, std::span<const int32_t> keep);
 
   KvHeadView head(int layer, int kv_head) const;

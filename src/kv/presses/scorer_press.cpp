@@ -99,6 +99,9 @@ void ScorerPress::compress_layer(KvCache& cache, int layer) {
     scorer_->score(cache, layer, scores_);
     const std::vector<int32_t> finals = final_keep(cache, layer, scores_);
     bool evicted = false;
+    // Heads evict independently (each touches only its own rows, moments and scorer state):
+    // folding the evicted rows into the moments is most of a round's serial work.
+#pragma omp parallel for schedule(dynamic) reduction(|| : evicted)
     for (int h = 0; h < geometry_.n_kv_heads; ++h) {
       const int32_t length = cache.length(layer, h);
       MKV_ASSERT(int32_t(scores_[h].size()) == length);

@@ -27,7 +27,8 @@ class Scorer {
   virtual void observe(int layer, int n_tokens, const float* q, const int32_t* positions,
                        const KvCache& cache) {}
   virtual void score(const KvCache& cache, int layer, HeadScores& scores) = 0;
-  // Called after cache.retain(layer, kv_head, keep) so per-row state can be compacted.
+  // Called after cache.retain(layer, kv_head, keep) so per-row state can be compacted. Runs
+  // concurrently for different heads of a layer: it may touch only that head's state.
   virtual void on_retain(int layer, int kv_head, std::span<const int32_t> keep) {}
   // True when the scores read the cache's moments (they must then be tracked even without NC).
   virtual bool needs_moments() const { return false; }
