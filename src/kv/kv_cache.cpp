@@ -23,30 +23,47 @@ void append_encoded(std::vector<uint8_t>& dst, KvStorage storage, const float* s
   for (int i = 0; i < n; ++i) out[i] = f32_to_fp16(src[i]);
 }
 
-void decode_row(KvStorage storage, const void* rows, int32_t i, int dim, float* dst) {
-  if (storage == KvStorage::F32) {
-    std::memcpy(dst, static_cast<const float*>(rows) + static_cast<std::size_t>(i) * dim,
-                dim * sizeof(float));
-    return;
-  }
-  const auto* src = static_cast<const uint16_t*>(rows) + static_cast<std::size_t>(i) * dim;
-  for (int d = 0; d < dim; ++d) dst[d] = fp16_to_f32(src[d]);
+void decode_rows(KvStorage storage, const void* rows, int32_t first, int32_t count, int dim, float* dst) {
+  const std::size_t offset = static_cast<std::size_t>(first) * dim, n = static_cast<std::size_t>(count) * dim;
+  if (storage == KvStorage::F32)
+    std::memcpy(dst, static_cast<const float*>(rows) + offset, n * sizeof(float));
+  else
+    dequantize_row(GgmlType::F16, static_cast<const uint16_t*>(rows) + offset, dst, static_cast<int64_t>(n));
 }
 
-// Copies the rows listed in `keep` (row size `row_bytes`) into a new, exactly sized buffer.
+// Copies the rows listed in `keep` (row size `row_elems`) into a new, exactly sized buffer, one
+// copy per run of consecutive rows (kept rows come in runs: sinks, window, clusters).
 template <typename T>
 std::vector<T> gather_rows(const std::vector<T>& rows, std::size_t row_elems,
                            std::span<const int32_t> keep) {
-  std::vector<T> out(keep.size() * row_elems);
-  for (std::size_t j = 0; j < keep.size(); ++j)
-    std::memcpy(out.data() + j * row_elems, rows.data() + keep[j] * row_elems, row_elems * sizeof(T));
+  std::vector<T> out;
+  out.reserve(keep.size() * row_elems);
+  for (std::size_t j = 0; j < keep.size();) {
+    std::size_t end = j + 1;
+    while (end < keep.size() && keep[end] == keep[end - 1] + 1) ++end;
+    const T* first = rows.data() + keep[j] * row_elems;
+    out.insert(out.end(), first, first + (end - j) * row_elems);
+    j = end;
+  }
   return out;
 }
 
 }  // namespace
 
-void KvHeadView::key(int32_t i, float* dst) const { decode_row(storage, keys, i, head_dim_k, dst); }
-void KvHeadView::value(int32_t i, float* dst) const { decode_row(storage, values, i, head_dim_v, dst); }
+void KvHeadView::key(int32_t i, float* dst) const { decode_rows(storage, keys, i, 1, head_dim_k, dst); }
+void KvHeadView::value(int32_t i, float* dst) const { decode_rows(storage, values, i, 1, head_dim_v, dst); }
+
+HeadRows::HeadRows(KvStorage storage, const void* rows, int32_t length, int dim) : dim_(dim) {
+  if (storage == KvStorage::F32) {
+    data_ = static_cast<const float*>(rows);
+    return;
+  }
+  decoded_.resize(static_cast<std::size_t>(length) * dim);
+  if (length > 0) decode_rows(storage, rows, 0, length, dim, decoded_.data());
+  data_ = decoded_.data();
+}
+HeadRows HeadRows::keys(const KvHeadView& view) { return {view.storage, view.keys, view.length, view.head_dim_k}; }
+HeadRows HeadRows::values(const KvHeadView& view) { return {view.storage, view.values, view.length, view.head_dim_v}; }
 
 KvCache::KvCache(KvCacheShape shape, KvStorage storage, MomentConfig moments)
     : shape_(shape), storage_(storage), moment_config_(moments) {

@@ -40,6 +40,26 @@ struct KvHeadView {
   void value(int32_t i, float* dst) const;
 };
 
+// One head's keys or values as float32 rows (length, dim): the cache's own buffer when it stores
+// float32 (no copy), else a decoded copy. Valid while the cache is not modified.
+class HeadRows {
+ public:
+  static HeadRows keys(const KvHeadView& view);
+  static HeadRows values(const KvHeadView& view);
+  HeadRows(HeadRows&&) = default;  // a moved vector keeps its buffer, so data_ stays valid
+  HeadRows(const HeadRows&) = delete;
+
+  const float* data() const { return data_; }
+  const float* row(int32_t i) const { return data_ + std::size_t(i) * dim_; }
+
+ private:
+  HeadRows(KvStorage storage, const void* rows, int32_t length, int dim);
+
+  std::vector<float> decoded_;  // (length, dim) for storage other than float32; else empty
+  const float* data_ = nullptr;
+  int dim_ = 0;
+};
+
 class KvCache {
  public:
   // `moments` says what each head keeps about its evicted tokens (nothing unless .track).

@@ -19,7 +19,7 @@ void H2OScorer::observe(int layer, int n_tokens, const float* q, const int32_t* 
 #pragma omp parallel for schedule(dynamic)
   for (int kv = 0; kv < g.n_kv_heads; ++kv) {
     const KvHeadView view = cache.head(layer, kv);
-    const std::vector<float> keys = head_keys(view);  // (length, d_k)
+    const HeadRows keys = HeadRows::keys(view);  // (length, d_k)
     std::vector<double>& sums = column_sums_[std::size_t(layer) * g.n_kv_heads + kv];
     MKV_ASSERT(sums.size() <= std::size_t(view.length));
     sums.resize(view.length, 0.0);  // this batch's rows start at zero

@@ -13,21 +13,21 @@ namespace {
 template <typename Moments>
 void residual_norms(const KvHeadView& view, const Moments* moments, float scale, int32_t begin,
                     int32_t end, std::vector<float>& norms) {
-  const int d_k = view.head_dim_k, d_v = view.head_dim_v;
-  const std::vector<float> keys = head_keys(view), values = head_values(view);  // (length, d)
+  const int d_v = view.head_dim_v;
+  const HeadRows keys = HeadRows::keys(view), values = HeadRows::values(view);  // (length, d)
   std::vector<float> estimate(d_v, 0.0f);
   const bool summary = moments != nullptr && moments->count() > 0;
   if (!summary && end > begin) {
     for (int32_t j = begin; j < end; ++j)
-      for (int b = 0; b < d_v; ++b) estimate[b] += values[std::size_t(j) * d_v + b];
+      for (int b = 0; b < d_v; ++b) estimate[b] += values.row(j)[b];
     for (float& x : estimate) x /= float(end - begin);
   }
   norms.assign(view.length, 0.0f);
   for (int32_t j = 0; j < view.length; ++j) {
-    if (summary) moment_estimate(*moments, &keys[std::size_t(j) * d_k], scale, estimate.data());
+    if (summary) moment_estimate(*moments, keys.row(j), scale, estimate.data());
     double sq = 0.0;
     for (int b = 0; b < d_v; ++b) {
-      const double r = values[std::size_t(j) * d_v + b] - estimate[b];
+      const double r = values.row(j)[b] - estimate[b];
       sq += r * r;
     }
     norms[j] = float(std::sqrt(sq));

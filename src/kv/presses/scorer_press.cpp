@@ -6,22 +6,6 @@
 
 namespace mkv {
 
-namespace {
-
-std::vector<float> head_rows(const KvHeadView& view, int dim, bool keys) {
-  std::vector<float> rows(std::size_t(view.length) * dim);  // (length, dim)
-  for (int32_t i = 0; i < view.length; ++i) {
-    if (keys) view.key(i, &rows[std::size_t(i) * dim]);
-    else view.value(i, &rows[std::size_t(i) * dim]);
-  }
-  return rows;
-}
-
-}  // namespace
-
-std::vector<float> head_keys(const KvHeadView& view) { return head_rows(view, view.head_dim_k, true); }
-std::vector<float> head_values(const KvHeadView& view) { return head_rows(view, view.head_dim_v, false); }
-
 ScorerPress::ScorerPress(std::unique_ptr<Scorer> scorer, const ScorerPressOptions& options)
     : scorer_(std::move(scorer)), options_(options) {
   MKV_ASSERT(scorer_ != nullptr);

@@ -79,8 +79,4 @@ class ScorerPress : public Press {
   HeadScores scores_;  // (n_kv_heads, head length) scratch of the layer being compressed
 };
 
-// Rows of one head converted to float32: keys (length, d_k) / values (length, d_v).
-std::vector<float> head_keys(const KvHeadView& view);
-std::vector<float> head_values(const KvHeadView& view);
-
 }  // namespace mkv

@@ -45,7 +45,7 @@ void SnapKVScorer::score(const KvCache& cache, int layer, HeadScores& scores) {
 #pragma omp parallel for schedule(dynamic)
   for (int kv = 0; kv < g.n_kv_heads; ++kv) {
     const KvHeadView view = cache.head(layer, kv);
-    const std::vector<float> keys = head_keys(view);  // (length, d_k)
+    const HeadRows keys = HeadRows::keys(view);  // (length, d_k)
     const int32_t length = view.length;
     // Rows before the observation window: [0, prefix).
     const int32_t prefix = n_obs > 0 ? visible_rows(view.positions, length, obs_positions[0] - 1) : length;
