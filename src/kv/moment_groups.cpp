@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "core/error.h"
+#include "ops/matmul.h"
 #include "ops/vec.h"
 
 namespace mkv {
@@ -22,7 +23,8 @@ double sq_distance(const float* x, const double* c, int d) {
 }
 
 // Float copies of the centroids for the Lloyd assignment, which only needs an argmin:
-// argmin_g ‖x − c_g‖² = argmin_g (‖c_g‖² − 2 x·c_g), one vectorised dot product per centroid.
+// argmin_g ‖x − c_g‖² = argmin_g (‖c_g‖² − 2 x·c_g), the dot products of all rows with all
+// centroids as one matrix product.
 class CentroidTable {
  public:
   CentroidTable(const std::vector<double>& centroids, const std::vector<bool>& used, int d)
@@ -30,22 +32,29 @@ class CentroidTable {
     for (std::size_t g = 0; g < used.size(); ++g)
       norm_[g] = used[g] ? vec_dot(&c_[g * d], &c_[g * d], d) : std::numeric_limits<float>::infinity();
   }
-  // Index of the used centroid nearest to x (d values).
-  int nearest(const float* x) const {
-    int best = 0;
-    float best_score = std::numeric_limits<float>::infinity();
-    for (int g = 0; g < int(norm_.size()); ++g) {
-      if (norm_[g] == std::numeric_limits<float>::infinity()) continue;
-      const float score = norm_[g] - 2.0f * vec_dot(x, &c_[std::size_t(g) * d_], d_);
-      if (score < best_score) best_score = score, best = g;
+  // assign[i] = index of the used centroid nearest to row i of keys (m, d).
+  void nearest(const float* keys, int64_t m, std::vector<int>& assign) {
+    const int n_groups = int(norm_.size());
+    dots_.resize(std::size_t(m) * n_groups);
+    matmul(WeightMatrix{GgmlType::F32, c_.data(), n_groups, d_}, keys, m, dots_.data());
+    for (int64_t i = 0; i < m; ++i) {
+      const float* dot = &dots_[std::size_t(i) * n_groups];
+      int best = 0;
+      float best_score = std::numeric_limits<float>::infinity();
+      for (int g = 0; g < n_groups; ++g) {
+        if (norm_[g] == std::numeric_limits<float>::infinity()) continue;
+        const float score = norm_[g] - 2.0f * dot[g];
+        if (score < best_score) best_score = score, best = g;
+      }
+      assign[i] = best;
     }
-    return best;
   }
 
  private:
   int d_;
   std::vector<float> c_;     // (G, d) centroids
   std::vector<float> norm_;  // (G) ‖c_g‖², infinite for unused groups
+  std::vector<float> dots_;  // (m, G) x_i · c_g
 };
 
 }  // namespace
@@ -92,32 +101,31 @@ void MomentGroups::merge_rows(const float* keys, const float* values, int64_t m)
   }
   // Farthest-point seeding of the empty groups. far[i]: squared distance from row i to its
   // nearest chosen centroid (infinite while none is chosen), updated as each centroid is chosen.
-  std::vector<double> far(m, std::numeric_limits<double>::infinity());
-  auto choose = [&](int g) {
-    used[g] = true;
-    for (int64_t i = 0; i < m; ++i)
-      far[i] = std::min(far[i], sq_distance(keys + i * d_k_, &centroids[std::size_t(g) * d_k_], d_k_));
-  };
-  for (int g = 0; g < n_groups; ++g)
-    if (used[g]) choose(g);
-  for (int g = 0; g < n_groups; ++g) {
-    if (used[g]) continue;
-    const int64_t seed = std::max_element(far.begin(), far.end()) - far.begin();  // first farthest row
-    if (far[seed] == 0.0) break;  // no distinct row left to seed with
-    for (int a = 0; a < d_k_; ++a) centroids[std::size_t(g) * d_k_ + a] = keys[seed * d_k_ + a];
-    choose(g);
+  if (std::find(used.begin(), used.end(), false) != used.end()) {
+    std::vector<double> far(m, std::numeric_limits<double>::infinity());
+    auto choose = [&](int g) {
+      used[g] = true;
+      for (int64_t i = 0; i < m; ++i)
+        far[i] = std::min(far[i], sq_distance(keys + i * d_k_, &centroids[std::size_t(g) * d_k_], d_k_));
+    };
+    for (int g = 0; g < n_groups; ++g)
+      if (used[g]) choose(g);
+    for (int g = 0; g < n_groups; ++g) {
+      if (used[g]) continue;
+      const int64_t seed = std::max_element(far.begin(), far.end()) - far.begin();  // first farthest row
+      if (far[seed] == 0.0) break;  // no distinct row left to seed with
+      for (int a = 0; a < d_k_; ++a) centroids[std::size_t(g) * d_k_ + a] = keys[seed * d_k_ + a];
+      choose(g);
+    }
   }
 
   // Lloyd steps on the batch; a group's centroid also weighs its already-merged tokens.
-  std::vector<int> assign(m, -1);  // (m) group of each row
+  std::vector<int> assign(m, -1), previous(m);  // (m) group of each row, now and before this step
   for (int step = 0; step < kLloydSteps; ++step) {
-    bool changed = false;
-    const CentroidTable table(centroids, used, d_k_);
-    for (int64_t i = 0; i < m; ++i) {
-      const int c = table.nearest(keys + i * d_k_);
-      changed |= c != assign[i];
-      assign[i] = c;
-    }
+    CentroidTable table(centroids, used, d_k_);
+    previous.swap(assign);
+    table.nearest(keys, m, assign);
+    const bool changed = assign != previous;
     if (!changed) break;
     std::vector<double> sums(centroids.size(), 0.0);  // (G, d_k)
     std::vector<double> weight(n_groups, 0.0);        // (G)
