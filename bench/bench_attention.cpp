@@ -1,7 +1,8 @@
 // Attention and KV-compression costs at the Llama-3.2-1B attention shape (32 query heads, 8 KV
 // heads, head dim 64), one layer: decode attention at depths (f32 / f16 cache), the NC blend on
-// top of it, prefill attention of a 512-token chunk, and a press compression pass (MomentKV vs
-// SnapKV) over a 4096-token cache after it observed a 512-token chunk of queries.
+// top of it, prefill attention of a 512-token chunk, and press compression passes (MomentKV vs
+// SnapKV): after prefill over a 4096-token cache that observed a 512-token chunk of queries, and
+// during decode, evicting 64 decoded rows from a cache at its 1024-row budget.
 // Run: build/bench/bench_attention --benchmark_counters_tabular=true
 #include <benchmark/benchmark.h>
 
@@ -106,5 +107,41 @@ void BM_CompressPass(benchmark::State& state, const char* spec) {
 }
 BENCHMARK_CAPTURE(BM_CompressPass, snapkv, "snapkv")->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_CompressPass, momentkv, "momentkv")->UseRealTime()->Unit(benchmark::kMillisecond);
+
+// One decode-time pass (decode_slack): a layer compressed to its 1024-row budget after a
+// 4096-token prefill has decoded 64 more tokens and evicts back to 1024. The compressed cache
+// is built once; every iteration copies it and re-observes the last 32 decoded queries outside
+// the timed region.
+void BM_DecodeCompressPass(benchmark::State& state, const char* spec) {
+  constexpr int kDepth = 4096, kDecoded = 64, kWindow = 32;
+  auto press = mkv::make_press(spec, mkv::Budget{1024, 0.0});
+  const mkv::PressGeometry geo{1, kHeads, kKvHeads, kDim, kDim, 0.125f};
+  const std::size_t q_row = static_cast<std::size_t>(kHeads) * kDim;  // one token's queries
+  const auto q = gaussian((kDepth + kDecoded) * q_row, 9);
+  std::vector<int32_t> pos(kDepth + kDecoded);
+  std::iota(pos.begin(), pos.end(), 0);
+  mkv::KvCache compressed = filled_cache(kDepth, mkv::KvStorage::F32, press->moment_config());
+  compressed.set_nc(press->nc());
+  press->reset(geo);
+  press->observe(0, kWindow, &q[(kDepth - kWindow) * q_row], &pos[kDepth - kWindow], compressed);
+  press->compress(compressed, mkv::CompressReason::AfterPrefill);
+  const auto k = gaussian(static_cast<std::size_t>(kDecoded) * kKvHeads * kDim, 10);
+  const auto v = gaussian(static_cast<std::size_t>(kDecoded) * kKvHeads * kDim, 11);
+  compressed.append(0, kDecoded, k.data(), v.data(), &pos[kDepth]);
+  const int last = kDepth + kDecoded - kWindow;  // first of the queries the pass observes
+  int64_t rows_after = 0;
+  for (auto _ : state) {
+    state.PauseTiming();
+    mkv::KvCache cache = compressed;
+    press->reset(geo);
+    press->observe(0, kWindow, &q[last * q_row], &pos[last], cache);
+    state.ResumeTiming();
+    press->compress(cache, mkv::CompressReason::AfterDecodeStep);
+    rows_after = cache.total_tokens();
+  }
+  state.counters["rows_per_head"] = static_cast<double>(rows_after) / kKvHeads;
+}
+BENCHMARK_CAPTURE(BM_DecodeCompressPass, snapkv, "snapkv:decode_slack=0")->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_DecodeCompressPass, momentkv, "momentkv:decode_slack=0")->UseRealTime()->Unit(benchmark::kMillisecond);
 
 }  // namespace
