@@ -4,6 +4,7 @@
 #include <cmath>
 #include <vector>
 
+#include "ops/matmul.h"
 #include "ops/vec.h"
 
 namespace mkv {
@@ -109,6 +110,49 @@ void moment_estimate(const MomentStats& moments, const float* q, float scale, fl
 void moment_estimate(const MomentGroups& moments, const float* q, float scale, float* out) {
   std::fill(out, out + moments.groups()[0].head_dim_v(), 0.0f);
   blend_groups(moments, q, scale, nullptr, out);
+}
+
+void moment_estimates(const MomentGroups& moments, const float* q, int64_t n, float scale, float* out) {
+  const int d_k = moments.groups()[0].head_dim_k(), d_v = moments.groups()[0].head_dim_v();
+  std::vector<const MomentStats*> live;  // the non-empty groups, G' of them
+  for (const MomentStats& g : moments.groups())
+    if (g.count() > 0) live.push_back(&g);
+  const int n_live = int(live.size());
+  std::vector<float> key_means(std::size_t(n_live) * d_k);    // (G', d_k)
+  std::vector<float> value_means(std::size_t(d_v) * n_live);  // (d_v, G'): transposed
+  for (int g = 0; g < n_live; ++g) {
+    std::copy_n(live[g]->key_mean_f32().data(), d_k, &key_means[std::size_t(g) * d_k]);
+    for (int b = 0; b < d_v; ++b) value_means[std::size_t(b) * n_live + g] = live[g]->value_mean_f32()[b];
+  }
+  // weights (n, G'): softmax over the groups of log n_g + τ q·k̄_g, as in slot_weights.
+  std::vector<float> weights(std::size_t(n) * n_live);
+  matmul(WeightMatrix{GgmlType::F32, key_means.data(), n_live, d_k}, q, n, weights.data());
+  for (int64_t i = 0; i < n; ++i) {
+    float* w = &weights[std::size_t(i) * n_live];
+    for (int g = 0; g < n_live; ++g) w[g] = std::log(float(live[g]->count())) + scale * w[g];
+    const float top = *std::max_element(w, w + n_live);
+    float total = 0.0f;
+    for (int g = 0; g < n_live; ++g) total += w[g] = std::exp(w[g] - top);
+    for (int g = 0; g < n_live; ++g) w[g] /= total;
+  }
+  // out = Σ_g w_g v̄_g, plus Σ_g w_g · clip(τ C_g q) for summaries with a co-moment.
+  matmul(WeightMatrix{GgmlType::F32, value_means.data(), d_v, n_live}, weights.data(), n, out);
+  if (!moments.config().comoment) return;
+  std::vector<float> first_order(std::size_t(n) * d_v);  // (n, d_v) C_g q
+  for (int g = 0; g < n_live; ++g) {
+    matmul(WeightMatrix{GgmlType::F32, live[g]->covariance_f32().data(), d_v, d_k}, q, n, first_order.data());
+    const float spread = float(live[g]->value_rms_spread());
+    for (int64_t i = 0; i < n; ++i) {
+      float* term = &first_order[std::size_t(i) * d_v];
+      float norm_sq = 0.0f;
+      for (int b = 0; b < d_v; ++b) {
+        term[b] *= scale;
+        norm_sq += term[b] * term[b];
+      }
+      const float shrink = moments.config().clip && norm_sq > spread * spread ? spread / std::sqrt(norm_sq) : 1.0f;
+      vec_axpy(weights[std::size_t(i) * n_live + g] * shrink, term, out + std::size_t(i) * d_v, d_v);
+    }
+  }
 }
 
 }  // namespace mkv

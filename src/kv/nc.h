@@ -3,6 +3,8 @@
 // Jensen lower bound of the evicted partition function.
 #pragma once
 
+#include <cstdint>
+
 #include "kv/moment_groups.h"
 #include "kv/moment_stats.h"
 
@@ -23,5 +25,9 @@ void nc_blend(const MomentGroups& moments, const float* q, float scale, float ls
 // mass-weighted mixture of the groups' estimates for MomentGroups. Requires count() > 0.
 void moment_estimate(const MomentStats& moments, const float* q, float scale, float* out);
 void moment_estimate(const MomentGroups& moments, const float* q, float scale, float* out);
+
+// moment_estimate for n queries at once (the same values to float rounding, as matrix
+// products over all queries): q (n, d_k), out (n, d_v). Requires count() > 0.
+void moment_estimates(const MomentGroups& moments, const float* q, int64_t n, float scale, float* out);
 
 }  // namespace mkv

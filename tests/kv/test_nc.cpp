@@ -158,5 +158,32 @@ TEST(Nc, ClipBoundsTheFirstOrderTerm) {
   EXPECT_NEAR(std::sqrt(shift), g.value_rms_spread(), 1e-4);
 }
 
+TEST(Nc, BatchedEstimatesMatchOneQueryAtATime) {
+  // Head size 64 and 40 queries so that the batched products take the blocked matmul paths;
+  // some queries are long enough for the clip to act.
+  constexpr int d = 64, n_evicted = 300, n_queries = 40;
+  const float scale = 0.125f;
+  std::mt19937 rng(8);
+  const std::vector<float> keys = test::normal_vector(rng, std::size_t(n_evicted) * d);
+  const std::vector<float> values = test::normal_vector(rng, std::size_t(n_evicted) * d);
+  std::vector<float> queries = test::normal_vector(rng, std::size_t(n_queries) * d);
+  for (int i = 0; i < n_queries * d; i += 3 * d)
+    for (int a = 0; a < d; ++a) queries[i + a] *= 30.0f;
+  const MomentConfig configs[] = {{true, 16, false, false}, {true, 1, true, false}, {true, 4, true, true}};
+  for (const MomentConfig& config : configs) {
+    MomentGroups moments(d, d, config);
+    moments.merge_rows(keys.data(), values.data(), n_evicted / 2);
+    moments.merge_rows(&keys[n_evicted / 2 * d], &values[n_evicted / 2 * d], n_evicted / 2);
+    std::vector<float> batched(std::size_t(n_queries) * d), one(d);
+    moment_estimates(moments, queries.data(), n_queries, scale, batched.data());
+    for (int i = 0; i < n_queries; ++i) {
+      moment_estimate(moments, &queries[std::size_t(i) * d], scale, one.data());
+      for (int b = 0; b < d; ++b)
+        ASSERT_NEAR(batched[std::size_t(i) * d + b], one[b], 2e-5 * (1.0f + std::abs(one[b])))
+            << "groups " << config.groups << ", query " << i << ", component " << b;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace mkv

@@ -10,21 +10,23 @@ namespace {
 
 // residual_norms (length): ‖v_j − estimate_j‖ where estimate_j = f̂_E(k_j) when the head has
 // evicted tokens, else the mean value of the candidate rows [begin, end).
-template <typename Moments>
-void residual_norms(const KvHeadView& view, const Moments* moments, float scale, int32_t begin,
-                    int32_t end, std::vector<float>& norms) {
+void residual_norms(const KvHeadView& view, float scale, int32_t begin, int32_t end, std::vector<float>& norms) {
   const int d_v = view.head_dim_v;
   const HeadRows keys = HeadRows::keys(view), values = HeadRows::values(view);  // (length, d)
-  std::vector<float> estimate(d_v, 0.0f);
-  const bool summary = moments != nullptr && moments->count() > 0;
-  if (!summary && end > begin) {
+  const bool summary = view.moments != nullptr && view.moments->count() > 0;
+  std::vector<float> estimates;  // (length, d_v) f̂_E(k_j), or (1, d_v) the candidates' mean
+  if (summary) {
+    estimates.resize(std::size_t(view.length) * d_v);
+    moment_estimates(*view.moments, keys.data(), view.length, scale, estimates.data());
+  } else {
+    estimates.assign(d_v, 0.0f);
     for (int32_t j = begin; j < end; ++j)
-      for (int b = 0; b < d_v; ++b) estimate[b] += values.row(j)[b];
-    for (float& x : estimate) x /= float(end - begin);
+      for (int b = 0; b < d_v; ++b) estimates[b] += values.row(j)[b];
+    for (float& x : estimates) x /= float(std::max(end - begin, 1));
   }
   norms.assign(view.length, 0.0f);
   for (int32_t j = 0; j < view.length; ++j) {
-    if (summary) moment_estimate(*moments, keys.row(j), scale, estimate.data());
+    const float* estimate = summary ? &estimates[std::size_t(j) * d_v] : estimates.data();
     double sq = 0.0;
     for (int b = 0; b < d_v; ++b) {
       const double r = values.row(j)[b] - estimate[b];
@@ -47,7 +49,7 @@ void MomentScorer::score(const KvCache& cache, int layer, HeadScores& scores) {
     const int32_t begin = std::min<int32_t>(protection_.sinks, view.length);
     const int32_t end = view.length - std::min<int32_t>(protection_.window, view.length - begin);
     std::vector<float> norms;  // (length) ‖r_j‖
-    residual_norms(view, view.moments, geometry_.scale, begin, end, norms);
+    residual_norms(view, geometry_.scale, begin, end, norms);
     for (int32_t j = 0; j < view.length; ++j) scores[kv][j] *= norms[j];
   }
 }
