@@ -120,7 +120,9 @@ void moment_estimates(const MomentGroups& moments, const float* q, int64_t n, fl
   const int n_live = int(live.size());
   std::vector<float> key_means(std::size_t(n_live) * d_k);    // (G', d_k)
   std::vector<float> value_means(std::size_t(d_v) * n_live);  // (d_v, G'): transposed
+  std::vector<float> log_counts(n_live);                      // (G') log n_g
   for (int g = 0; g < n_live; ++g) {
+    log_counts[g] = std::log(float(live[g]->count()));
     std::copy_n(live[g]->key_mean_f32().data(), d_k, &key_means[std::size_t(g) * d_k]);
     for (int b = 0; b < d_v; ++b) value_means[std::size_t(b) * n_live + g] = live[g]->value_mean_f32()[b];
   }
@@ -129,7 +131,7 @@ void moment_estimates(const MomentGroups& moments, const float* q, int64_t n, fl
   matmul(WeightMatrix{GgmlType::F32, key_means.data(), n_live, d_k}, q, n, weights.data());
   for (int64_t i = 0; i < n; ++i) {
     float* w = &weights[std::size_t(i) * n_live];
-    for (int g = 0; g < n_live; ++g) w[g] = std::log(float(live[g]->count())) + scale * w[g];
+    for (int g = 0; g < n_live; ++g) w[g] = log_counts[g] + scale * w[g];
     const float top = *std::max_element(w, w + n_live);
     float total = 0.0f;
     for (int g = 0; g < n_live; ++g) total += w[g] = std::exp(w[g] - top);
