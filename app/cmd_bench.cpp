@@ -146,7 +146,11 @@ int run_bench(const BenchOptions& o) {
             bc.fresh_depth = o.fresh_depth;
             bc.nc_ab = o.nc_ab;
             bc.depth0_ab = o.depth0_ab && !press.empty();
-            if (o.progress) fmt::print(stderr, "bench: {} t={} {}{}\n", name, t, test.name(), press.empty() ? "" : " " + press);
+            const std::string label = fmt::format("{} t={} {}{}", name, t, test.name(), press.empty() ? "" : " " + press);
+            if (o.progress) {
+              fmt::print(stderr, "bench: {}\n", label);
+              bc.on_progress = [&label](const std::string& line) { fmt::print(stderr, "bench: {}: {}\n", label, line); };
+            }
             std::vector<ProbeReading> readings;
             if (probe) bc.around_repetition = [&] { readings.push_back(probe_now(t)); };
             const BenchResult result = run_bench(*m.transformer, fp, test, bc);

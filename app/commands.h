@@ -164,7 +164,7 @@ struct BenchOptions {
   bool nc_ab = false;                // --nc-ab: also time NC off, interleaved, on the same compressed cache
   bool depth0_ab = false;            // --depth0-ab: also time depth-0 decode, interleaved, beside each press row
   bool no_probe = false;             // --no-probe: skip the bandwidth and FMA-peak probes
-  bool progress = false;             // --progress: one stderr line per test
+  bool progress = false;             // --progress: stderr lines per test, depth prefill, repetition
 };
 int run_bench(const BenchOptions& options);
 

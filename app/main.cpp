@@ -172,7 +172,7 @@ int main(int argc, char** argv) {
                   "with a press at depth > 0, time the same decode from depth 0 too (full cache, a second session), "
                   "in alternating passes");
   bench->add_flag("--no-probe", bo.no_probe, "skip the read-bandwidth and FMA-peak probes");
-  bench->add_flag("--progress", bo.progress, "print each test as it starts (stderr)");
+  bench->add_flag("--progress", bo.progress, "print each test, depth prefill and repetition as it starts (stderr)");
 
   auto add_eval_flags = [](CLI::App& cmd, EvalCommonOptions& e) {
     add_model_flags(cmd, e.model);

@@ -127,13 +127,19 @@ BenchResult run_bench(Transformer& model, const ModelFootprint& footprint, const
   BenchResult r;
   r.test = test;
   r.kv_row_bytes = session.cache().row_bytes();
+  auto progress = [&](const std::string& line) {
+    if (config.on_progress) config.on_progress(line);
+  };
   auto prefill_depth = [&] {
     session.reset();
     if (test.depth == 0) return;
+    progress(fmt::format("prefilling the depth: {} tokens", test.depth));
     const auto start = Clock::now();
     session.prefill(random_tokens(test.depth));  // the press compresses after it
     r.depth_prefill_s = seconds_since(start);
     r.depth_compress_s = session.compress_seconds();
+    progress(fmt::format("depth prefilled in {:.1f} s{}", r.depth_prefill_s,
+                         press ? fmt::format(" (compression pass {:.2f} s)", r.depth_compress_s) : ""));
   };
   auto timed_pass = [&](Session& s, double* kv_bytes, double* attn_flops) {
     double kv = 0.0, af = 0.0;
@@ -181,6 +187,7 @@ BenchResult run_bench(Transformer& model, const ModelFootprint& footprint, const
   double kv_sum[kPasses] = {}, af_sum[kPasses] = {};  // per pass kind, over its repetitions
   for (int rep = 0; rep < config.repetitions; ++rep) {
     if (rep == 0 || config.fresh_depth) prefill_depth();
+    progress(fmt::format("repetition {}/{}", rep + 1, config.repetitions));
     if (config.around_repetition) config.around_repetition();
     for (std::size_t i = 0; i < passes.size(); ++i) {
       const Pass pass = passes[(i + rep) % passes.size()];

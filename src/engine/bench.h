@@ -50,6 +50,9 @@ struct BenchConfig {
   // bench command reads its probes there, so that each repetition is compared with the limits
   // measured on both sides of it, seconds apart, on a host that drifts within minutes.
   std::function<void()> around_repetition;
+  // Called (untimed) with a one-line account of each long step: the depth prefill before and
+  // after it, and every repetition as it starts. Empty: silent.
+  std::function<void(const std::string&)> on_progress;
 };
 
 inline constexpr const char* kNcOffCompanion = "NC off (same cache)";

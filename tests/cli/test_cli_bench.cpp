@@ -50,6 +50,27 @@ TEST(CliBench, MarkdownTableHasOneRowPerTest) {
   EXPECT_NE(r.out.find("peak RSS"), std::string::npos);
 }
 
+TEST(CliBench, ProgressNamesTheDepthPrefillAndEveryRepetition) {
+  const BenchRun r = run_momentkv("bench -m " + tiny_model() +
+                                  " -p 0 -n 2 -d 16 -r 2 -t 1 --no-probe --press snapkv --kv-budget 8 --progress");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::vector<std::string> lines;
+  std::istringstream in(r.err);
+  for (std::string line; std::getline(in, line);)
+    if (line.find("tg2 @ d16 snapkv") != std::string::npos) lines.push_back(line);
+  // The test line, the depth prefill before and after, and the two repetitions.
+  ASSERT_EQ(lines.size(), 5u) << r.err;
+  EXPECT_NE(lines[1].find(": prefilling the depth: 16 tokens"), std::string::npos) << lines[1];
+  EXPECT_NE(lines[2].find(": depth prefilled in "), std::string::npos) << lines[2];
+  EXPECT_NE(lines[2].find("(compression pass "), std::string::npos) << lines[2];
+  EXPECT_NE(lines[3].find(": repetition 1/2"), std::string::npos) << lines[3];
+  EXPECT_NE(lines[4].find(": repetition 2/2"), std::string::npos) << lines[4];
+  // Without --progress stderr stays quiet.
+  const BenchRun quiet = run_momentkv("bench -m " + tiny_model() + " -p 0 -n 2 -d 16 -r 2 -t 1 --no-probe");
+  ASSERT_EQ(quiet.exit_code, 0) << quiet.err;
+  EXPECT_EQ(quiet.err.find("repetition"), std::string::npos) << quiet.err;
+}
+
 TEST(CliBench, ProbesAroundEveryRepetitionWithEachThreadCount) {
   const BenchRun r = run_momentkv("bench -m " + tiny_model() + " -p 0 -n 2 -r 2 -t 1,2 -o json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
