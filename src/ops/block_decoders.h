@@ -10,8 +10,14 @@
 //   kBlockBytes  bytes per block
 //   decode(block, sink)  calls sink(group, F8 values) for each group of 8 consecutive values,
 //                        group = 0 .. kBlockSize/8 - 1 (in order).
+// Decoders whose values are code × one block scale d (Q8_0, Q4_0, Q5_0: the BlockScaled concept)
+// also give the two factors, so that a dot product can sum code × x over the block and multiply
+// by d once instead of once per value:
+//   scale(block)                d as a float
+//   decode_codes(block, sink)   like decode, with the codes (value / d, exact small integers)
 #pragma once
 
+#include <concepts>
 #include <cstddef>
 #include <cstdint>
 #include <utility>
@@ -56,10 +62,15 @@ struct BF16 {
 struct Q8_0 {
   static constexpr int kBlockSize = 32;
   static constexpr std::size_t kBlockBytes = 34;
+  static float scale(const uint8_t* block) { return fp16_to_f32_inline(load_u16(block)); }
+  template <typename Sink>
+  static void decode_codes(const uint8_t* block, Sink&& sink) {
+    for (int g = 0; g < 4; ++g) sink(g, simd::to_float(simd::i8_load_s8(block + 2 + 8 * g)));
+  }
   template <typename Sink>
   static void decode(const uint8_t* block, Sink&& sink) {
-    const F8 d = simd::f8_set1(fp16_to_f32_inline(load_u16(block)));
-    for (int g = 0; g < 4; ++g) sink(g, simd::to_float(simd::i8_load_s8(block + 2 + 8 * g)) * d);
+    const F8 d = simd::f8_set1(scale(block));
+    decode_codes(block, [&](int g, F8 codes) { sink(g, codes * d); });
   }
 };
 
@@ -86,10 +97,15 @@ inline uint32_t load_u32(const uint8_t* p) {
 struct Q4_0 {
   static constexpr int kBlockSize = 32;
   static constexpr std::size_t kBlockBytes = 18;
+  static float scale(const uint8_t* block) { return fp16_to_f32_inline(load_u16(block)); }
+  template <typename Sink>
+  static void decode_codes(const uint8_t* block, Sink&& sink) {
+    for (int g = 0; g < 4; ++g) sink(g, simd::to_float(legacy_nibbles(block + 2, g) - 8));
+  }
   template <typename Sink>
   static void decode(const uint8_t* block, Sink&& sink) {
-    const F8 d = simd::f8_set1(fp16_to_f32_inline(load_u16(block)));
-    for (int g = 0; g < 4; ++g) sink(g, simd::to_float(legacy_nibbles(block + 2, g) - 8) * d);
+    const F8 d = simd::f8_set1(scale(block));
+    decode_codes(block, [&](int g, F8 codes) { sink(g, codes * d); });
   }
 };
 
@@ -109,14 +125,19 @@ struct Q4_1 {
 struct Q5_0 {
   static constexpr int kBlockSize = 32;
   static constexpr std::size_t kBlockBytes = 22;
+  static float scale(const uint8_t* block) { return fp16_to_f32_inline(load_u16(block)); }
   template <typename Sink>
-  static void decode(const uint8_t* block, Sink&& sink) {
-    const F8 d = simd::f8_set1(fp16_to_f32_inline(load_u16(block)));
+  static void decode_codes(const uint8_t* block, Sink&& sink) {
     const uint32_t qh = load_u32(block + 2);
     for (int g = 0; g < 4; ++g) {
       const I8 code = legacy_nibbles(block + 6, g) | legacy_high_bits(qh, g);
-      sink(g, simd::to_float(code - 16) * d);
+      sink(g, simd::to_float(code - 16));
     }
+  }
+  template <typename Sink>
+  static void decode(const uint8_t* block, Sink&& sink) {
+    const F8 d = simd::f8_set1(scale(block));
+    decode_codes(block, [&](int g, F8 codes) { sink(g, codes * d); });
   }
 };
 
@@ -134,6 +155,11 @@ struct Q5_1 {
       sink(g, simd::to_float(code) * d + m);
     }
   }
+};
+
+template <typename D>
+concept BlockScaled = requires(const uint8_t* block) {
+  { D::scale(block) } -> std::same_as<float>;
 };
 
 // 6-bit scale and min of sub-block j (0..7) of a Q4_K/Q5_K block, packed in 12 bytes:
