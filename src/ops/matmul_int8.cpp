@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "core/error.h"
-#include "ops/half.h"
-#include "ops/simd.h"
+#include "ops/int8_dots.h"
+#include "ops/matmul_int8_kquants.h"
 
 namespace mkv {
 namespace {
@@ -27,30 +27,18 @@ std::atomic<int> g_precision{[] {
 constexpr int64_t kItemRows = 64;
 constexpr int64_t kMinParallelMacs = 1 << 18;
 
-inline float fp16_at(const uint8_t* p) { return fp16_to_f32_inline(load_u16(p)); }
-inline uint32_t u32_at(const uint8_t* p) {
-  uint32_t v;
-  std::memcpy(&v, p, 4);
-  return v;
-}
+using int8_dots::fp16_at;
+using int8_dots::u32_at;
 
 // Per weight type: block size in bytes, and the dot product of one row with quantised activations.
-enum class Kind { Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 };
+enum class Kind { Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K };
 
 #if MOMENTKV_NATIVE
 
-// Sum over pairs of products of signed bytes, as 8 floats (exact integers below 2^24).
-inline __m256 dot_s8(__m256i w, __m256i x) {
-  const __m256i aw = _mm256_sign_epi8(w, w);
-  const __m256i sx = _mm256_sign_epi8(x, w);
-  const __m256i d16 = _mm256_maddubs_epi16(aw, sx);
-  return _mm256_cvtepi32_ps(_mm256_madd_epi16(d16, _mm256_set1_epi16(1)));
-}
-// Unsigned weight codes (0..31) times signed activation codes.
-inline __m256 dot_u8(__m256i w, __m256i x) {
-  const __m256i d16 = _mm256_maddubs_epi16(w, x);
-  return _mm256_cvtepi32_ps(_mm256_madd_epi16(d16, _mm256_set1_epi16(1)));
-}
+using int8_dots::dot_s8;
+using int8_dots::dot_u8;
+using int8_dots::hsum;
+
 // 32 nibble codes of a legacy block: low nibbles (values 0..15), then high nibbles (16..31).
 inline __m256i nibbles(const uint8_t* qs) {
   const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
@@ -65,12 +53,6 @@ inline __m256i high_bits(uint32_t qh) {
   v = _mm256_or_si256(v, _mm256_set1_epi64x(0x7fbfdfeff7fbfdfe));
   v = _mm256_cmpeq_epi8(v, _mm256_set1_epi64x(-1));
   return _mm256_and_si256(v, _mm256_set1_epi8(0x10));
-}
-inline float hsum(__m256 a) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
 }
 
 // One weight block against the activation codes xq: 8 partial integer sums as floats, to be
@@ -150,11 +132,20 @@ float row_dot(const uint8_t* w, std::size_t block_bytes, const ActBlockQ8* x, in
 
 #endif
 
+// One row against one token's activation blocks (nb of them).
+template <Kind K>
+float any_row_dot(const uint8_t* w, std::size_t block_bytes, const ActBlockQ8* x, int64_t nb) {
+  if constexpr (K == Kind::Q4_K) return q4_k_row_dot(w, x, nb / 8);
+  else if constexpr (K == Kind::Q5_K) return q5_k_row_dot(w, x, nb / 8);
+  else if constexpr (K == Kind::Q6_K) return q6_k_row_dot(w, x, nb / 8);
+  else return row_dot<K>(w, block_bytes, x, nb);
+}
+
 template <Kind K>
 void run(const WeightMatrix& w, const ActBlockQ8* xq, int64_t n_tokens, float* y) {
   const int64_t nb = w.cols / 32;
   const std::size_t row_bytes = w.row_bytes();
-  const std::size_t block_bytes = row_bytes / static_cast<std::size_t>(nb);
+  const std::size_t block_bytes = ggml_type_info(w.type).block_bytes;
   const auto* base = static_cast<const uint8_t*>(w.data);
   const int64_t n_items = (w.rows + kItemRows - 1) / kItemRows;
   const bool parallel = n_items > 1 && w.rows * w.cols * n_tokens >= kMinParallelMacs;
@@ -163,7 +154,7 @@ void run(const WeightMatrix& w, const ActBlockQ8* xq, int64_t n_tokens, float* y
     const int64_t r1 = std::min(w.rows, (i + 1) * kItemRows);
     for (int64_t r = i * kItemRows; r < r1; ++r)
       for (int64_t t = 0; t < n_tokens; ++t)
-        y[t * w.rows + r] = row_dot<K>(base + r * row_bytes, block_bytes, xq + t * nb, nb);
+        y[t * w.rows + r] = any_row_dot<K>(base + r * row_bytes, block_bytes, xq + t * nb, nb);
   }
 }
 
@@ -174,7 +165,7 @@ MatmulPrecision matmul_precision() { return static_cast<MatmulPrecision>(g_preci
 
 bool matmul_int8_supported(GgmlType type) {
   return type == GgmlType::Q8_0 || type == GgmlType::Q4_0 || type == GgmlType::Q4_1 || type == GgmlType::Q5_0 ||
-         type == GgmlType::Q5_1;
+         type == GgmlType::Q5_1 || type == GgmlType::Q4_K || type == GgmlType::Q5_K || type == GgmlType::Q6_K;
 }
 
 void quantize_activations_q8(const float* x, int64_t n, ActBlockQ8* out) {
@@ -197,7 +188,7 @@ void quantize_activations_q8(const float* x, int64_t n, ActBlockQ8* out) {
 }
 
 void matmul_int8(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y) {
-  MKV_CHECK(matmul_int8_supported(w.type) && w.cols % 32 == 0 && w.data != nullptr,
+  MKV_CHECK(matmul_int8_supported(w.type) && w.cols % ggml_type_info(w.type).block_size == 0 && w.data != nullptr,
             "matmul_int8: unsupported {} matrix ({} x {})", ggml_type_info(w.type).name, w.rows, w.cols);
   if (w.rows == 0 || n_tokens <= 0) return;
   const int64_t nb = w.cols / 32;
@@ -210,6 +201,9 @@ void matmul_int8(const WeightMatrix& w, const float* x, int64_t n_tokens, float*
     case GgmlType::Q4_1: return run<Kind::Q4_1>(w, xq.data(), n_tokens, y);
     case GgmlType::Q5_0: return run<Kind::Q5_0>(w, xq.data(), n_tokens, y);
     case GgmlType::Q5_1: return run<Kind::Q5_1>(w, xq.data(), n_tokens, y);
+    case GgmlType::Q4_K: return run<Kind::Q4_K>(w, xq.data(), n_tokens, y);
+    case GgmlType::Q5_K: return run<Kind::Q5_K>(w, xq.data(), n_tokens, y);
+    case GgmlType::Q6_K: return run<Kind::Q6_K>(w, xq.data(), n_tokens, y);
     default: fail("internal error: no integer kernel for {}", ggml_type_info(w.type).name);
   }
 }

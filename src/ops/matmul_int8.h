@@ -25,7 +25,8 @@ MatmulPrecision matmul_precision();
 
 inline constexpr int64_t kInt8MaxTokens = 4;
 
-// Whether the integer path handles weights of `type` (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1).
+// Whether the integer path handles weights of `type` (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K,
+// Q6_K).
 bool matmul_int8_supported(GgmlType type);
 
 // y = W x for n_tokens tokens with quantised activations (same layout as matmul()). Requires a

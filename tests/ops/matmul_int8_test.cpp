@@ -14,7 +14,8 @@
 namespace mkv {
 namespace {
 
-const GgmlType kInt8Types[] = {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1};
+const GgmlType kInt8Types[] = {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0,
+                               GgmlType::Q5_1, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K};
 
 class PrecisionGuard {
  public:
@@ -46,7 +47,8 @@ struct Problem {
 class Int8Type : public ::testing::TestWithParam<GgmlType> {};
 
 TEST_P(Int8Type, EqualsTheFloat64ProductWithQuantisedActivations) {
-  for (const auto [rows, cols, tokens] : {std::tuple{7, 32, 1}, std::tuple{67, 256, 1}, std::tuple{130, 2048, 3}}) {
+  for (const auto& [rows, cols, tokens] : {std::tuple{7, 32, 1}, std::tuple{67, 256, 1}, std::tuple{130, 2048, 3}}) {
+    if (cols % ggml_type_info(GetParam()).block_size != 0) continue;  // K-quants: 256-value blocks
     Problem p(GetParam(), rows, cols, tokens, 11);
     std::vector<float> y(tokens * rows);
     matmul_int8(p.w, p.x.data(), tokens, y.data());
@@ -94,12 +96,12 @@ TEST_P(Int8Type, WithinTheActivationRoundingBoundOfTheExactProduct) {
   EXPECT_LT(std::sqrt(err2 / ref2), 0.01);  // typical error: well under 1% of the output scale
 }
 
-INSTANTIATE_TEST_SUITE_P(LegacyTypes, Int8Type, ::testing::ValuesIn(kInt8Types),
+INSTANTIATE_TEST_SUITE_P(QuantisedTypes, Int8Type, ::testing::ValuesIn(kInt8Types),
                          [](const auto& info) { return std::string(ggml_type_info(info.param).name); });
 
 TEST(MatmulPrecision, ExactIsTheDefaultAndUnsupportedTypesKeepTheFloatKernel) {
   EXPECT_EQ(matmul_precision(), MatmulPrecision::Exact);  // unless MOMENTKV_PRECISION=fast
-  for (GgmlType type : {GgmlType::Q8_0, GgmlType::F16, GgmlType::Q4_K}) {
+  for (GgmlType type : {GgmlType::Q8_0, GgmlType::F16, GgmlType::BF16}) {
     Problem p(type, 64, 512, 1, 3);
     std::vector<float> exact(64), fast(64);
     matmul(p.w, p.x.data(), 1, exact.data());

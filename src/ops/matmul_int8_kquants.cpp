@@ -1,0 +1,152 @@
+// K-quant rows against 8-bit activations (matmul_int8_kquants.h). Layouts as block_decoders.h:
+//   Q4_K (144 B): fp16 d, dmin; scales[12]; qs[128]; sub-block j = nibble (j & 1) of qs[32(j/2) ..].
+//   Q5_K (176 B): as Q4_K with qh[32] before qs; bit j of qh[l] is the fifth bit of value l of j.
+//   Q6_K (210 B): ql[128]; qh[64]; int8 scales[16]; fp16 d; value 128h + 32q + l has low bits =
+//                 nibble (q >= 2) of ql[64h + 32(q & 1) + l], high bits (qh[32h + l] >> 2q) & 3,
+//                 scale scales[8h + 2q + l/16], value = d·scale·(code6 − 32).
+// The native build sums codes × activation codes exactly in integers (vpmaddubsw/vpmaddwd), the
+// portable build in plain C++: the two differ only in float accumulation order.
+#include "ops/matmul_int8_kquants.h"
+
+#include "ops/block_decoders.h"
+#include "ops/int8_dots.h"
+
+namespace mkv {
+namespace {
+
+using decoders::k_scale_min;
+using int8_dots::fp16_at;
+
+constexpr std::size_t kQ4KBytes = 144, kQ5KBytes = 176, kQ6KBytes = 210;
+
+// Asks for the super-block after the next few (one prefetch per cache line of this one).
+inline void prefetch_block(const uint8_t* w, std::size_t bytes) {
+  for (std::size_t offset = 0; offset < bytes; offset += 64) simd::prefetch_stream_ahead(w + offset);
+}
+
+#if MOMENTKV_NATIVE
+
+using int8_dots::dot_s8;
+using int8_dots::dot_u8;
+using int8_dots::hsum;
+using int8_dots::load32;
+
+// Q4_K and Q5_K: sub-block j pairs with activation block j; its codes are nibble (j & 1) of the
+// 32 bytes qs[32(j/2) ..] (| the fifth bit for Q5_K).
+template <bool kHighBits>
+float k45_row_dot(const uint8_t* w, const ActBlockQ8* x, int64_t n_super) {
+  constexpr std::size_t kBytes = kHighBits ? kQ5KBytes : kQ4KBytes;
+  const __m256i low_mask = _mm256_set1_epi8(0x0f);
+  __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
+  float offset = 0.0f;  // −Σ (dmin·min_j)·s_x
+  for (int64_t s = 0; s < n_super; ++s, w += kBytes, x += 8) {
+    prefetch_block(w, kBytes);
+    const float d = fp16_at(w), dmin = fp16_at(w + 2);
+    const uint8_t* scales = w + 4;
+    const uint8_t* qs = w + (kHighBits ? 48 : 16);
+    [[maybe_unused]] const __m256i qh = kHighBits ? load32(w + 16) : __m256i{};
+    for (int pair = 0; pair < 4; ++pair) {
+      const __m256i bytes = load32(qs + 32 * pair);
+      const __m256i nibbles[2] = {_mm256_and_si256(bytes, low_mask),
+                                  _mm256_and_si256(_mm256_srli_epi16(bytes, 4), low_mask)};
+      for (int half = 0; half < 2; ++half) {
+        const int j = 2 * pair + half;
+        __m256i code = nibbles[half];
+        if constexpr (kHighBits) {
+          const __m256i bit = _mm256_set1_epi8(static_cast<char>(1 << j));
+          const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(qh, bit), bit);
+          code = _mm256_or_si256(code, _mm256_and_si256(set, _mm256_set1_epi8(0x10)));
+        }
+        const auto [scale, min] = k_scale_min(scales, j);
+        const __m256 sums = dot_u8(code, load32(x[j].q));
+        acc[half] = _mm256_fmadd_ps(_mm256_set1_ps(d * static_cast<float>(scale) * x[j].d), sums, acc[half]);
+        offset -= dmin * static_cast<float>(min) * x[j].s;
+      }
+    }
+  }
+  return hsum(_mm256_add_ps(acc[0], acc[1])) + offset;
+}
+
+float q6k_row_dot(const uint8_t* w, const ActBlockQ8* x, int64_t n_super) {
+  const __m256i low_mask = _mm256_set1_epi8(0x0f), two_bits = _mm256_set1_epi8(3), zero_point = _mm256_set1_epi8(32);
+  __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
+  for (int64_t s = 0; s < n_super; ++s, w += kQ6KBytes, x += 8) {
+    prefetch_block(w, kQ6KBytes);
+    const auto* scales = reinterpret_cast<const int8_t*>(w + 192);
+    const float d = fp16_at(w + 208);
+    for (int h = 0; h < 2; ++h) {
+      const __m256i high_bytes = load32(w + 128 + 32 * h);
+      for (int q = 0; q < 4; ++q) {
+        const __m256i low_bytes = load32(w + 64 * h + 32 * (q & 1));
+        const __m256i low = _mm256_and_si256(q >= 2 ? _mm256_srli_epi16(low_bytes, 4) : low_bytes, low_mask);
+        const __m256i high = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(high_bytes, 2 * q), two_bits), 4);
+        const __m256i code = _mm256_sub_epi8(_mm256_or_si256(low, high), zero_point);
+        const ActBlockQ8& xb = x[4 * h + q];
+        const float f = d * xb.d;
+        // int32 lanes 0-3 hold values 0-15 (scale 8h + 2q), lanes 4-7 values 16-31 (the next).
+        const __m256 step = _mm256_set_m128(_mm_set1_ps(f * scales[8 * h + 2 * q + 1]), _mm_set1_ps(f * scales[8 * h + 2 * q]));
+        acc[q & 1] = _mm256_fmadd_ps(step, dot_s8(code, load32(xb.q)), acc[q & 1]);
+      }
+    }
+  }
+  return hsum(_mm256_add_ps(acc[0], acc[1]));
+}
+
+#else  // portable
+
+template <bool kHighBits>
+float k45_row_dot(const uint8_t* w, const ActBlockQ8* x, int64_t n_super) {
+  constexpr std::size_t kBytes = kHighBits ? kQ5KBytes : kQ4KBytes;
+  float sum = 0.0f, offset = 0.0f;
+  for (int64_t s = 0; s < n_super; ++s, w += kBytes, x += 8) {
+    prefetch_block(w, kBytes);
+    const float d = fp16_at(w), dmin = fp16_at(w + 2);
+    const uint8_t* qh = w + 16;
+    const uint8_t* qs = w + (kHighBits ? 48 : 16);
+    for (int j = 0; j < 8; ++j) {
+      int32_t dot = 0;
+      for (int l = 0; l < 32; ++l) {
+        int code = (qs[32 * (j / 2) + l] >> (4 * (j & 1))) & 0xf;
+        if constexpr (kHighBits) code |= ((qh[l] >> j) & 1) << 4;
+        dot += code * x[j].q[l];
+      }
+      const auto [scale, min] = k_scale_min(w + 4, j);
+      sum += d * static_cast<float>(scale) * x[j].d * static_cast<float>(dot);
+      offset -= dmin * static_cast<float>(min) * x[j].s;
+    }
+  }
+  return sum + offset;
+}
+
+float q6k_row_dot(const uint8_t* w, const ActBlockQ8* x, int64_t n_super) {
+  float sum = 0.0f;
+  for (int64_t s = 0; s < n_super; ++s, w += kQ6KBytes, x += 8) {
+    prefetch_block(w, kQ6KBytes);
+    const auto* scales = reinterpret_cast<const int8_t*>(w + 192);
+    const float d = fp16_at(w + 208);
+    for (int h = 0; h < 2; ++h)
+      for (int q = 0; q < 4; ++q) {
+        const ActBlockQ8& xb = x[4 * h + q];
+        int32_t dot[2] = {0, 0};  // values 0-15, 16-31
+        for (int l = 0; l < 32; ++l) {
+          const int low = (w[64 * h + 32 * (q & 1) + l] >> (4 * (q >= 2))) & 0xf;
+          const int high = (w[128 + 32 * h + l] >> (2 * q)) & 3;
+          dot[l / 16] += ((low | (high << 4)) - 32) * xb.q[l];
+        }
+        sum += d * xb.d *
+               (static_cast<float>(scales[8 * h + 2 * q]) * static_cast<float>(dot[0]) +
+                static_cast<float>(scales[8 * h + 2 * q + 1]) * static_cast<float>(dot[1]));
+      }
+  }
+  return sum;
+}
+
+#endif
+
+}  // namespace
+
+float q4_k_row_dot(const uint8_t* w, const ActBlockQ8* x, int64_t n_super) { return k45_row_dot<false>(w, x, n_super); }
+float q5_k_row_dot(const uint8_t* w, const ActBlockQ8* x, int64_t n_super) { return k45_row_dot<true>(w, x, n_super); }
+float q6_k_row_dot(const uint8_t* w, const ActBlockQ8* x, int64_t n_super) { return q6k_row_dot(w, x, n_super); }
+
+}  // namespace mkv
