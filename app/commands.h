@@ -22,6 +22,7 @@ struct ModelOptions {
   int ctx = 0;                 // -c; 0 = the model's context length
   std::string cache_type = "f32";  // -ctk/-ctv: f32 | f16
   bool no_mmap = false;            // --no-mmap: read the model into huge-page memory
+  std::string precision;           // --precision exact | fast (--fast); empty = as the process started
 };
 
 // A model file opened for inference: the mapping, the weights bound to it, the tokenizer.

@@ -52,12 +52,23 @@ void add_cache_type_flag(CLI::App& cmd, std::string& cache_type) {
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
 }
 
+// --precision / --fast: the matmul kernels' activation precision for decode-sized products.
+void add_precision_flags(CLI::App& cmd, std::string& precision, const char* default_text) {
+  cmd.add_option("--precision", precision,
+                 fmt::format("matmul precision: exact | fast (8-bit activations x integer weight codes for decode, "
+                             "Q8_0/Q4_0/Q4_1/Q5_0/Q5_1/Q4_K/Q5_K/Q6_K; default {})",
+                             default_text))
+      ->check(CLI::IsMember({"exact", "fast"}));
+  cmd.add_flag_callback("--fast", [&precision] { precision = "fast"; }, "same as --precision fast");
+}
+
 void add_model_flags(CLI::App& cmd, ModelOptions& m) {
   cmd.add_option("-m,--model", m.model_path, "GGUF model file (default: $MOMENTKV_MODEL or ../shared/assets/stories260K.gguf)");
   cmd.add_option("-t,--threads", m.threads, "threads (0 = one per core)");
   cmd.add_option("--ubatch-size", m.ubatch, "prefill chunk size in tokens (-ub)")->capture_default_str();
   cmd.add_option("-c,--ctx-size", m.ctx, "context size (0 = from model)")->capture_default_str();
   add_cache_type_flag(cmd, m.cache_type);
+  add_precision_flags(cmd, m.precision, "exact, or $MOMENTKV_PRECISION");
   cmd.add_flag("--no-mmap", m.no_mmap, kNoMmapHelp);
 }
 
@@ -162,8 +173,7 @@ int main(int argc, char** argv) {
   bench->add_option("--kv-budget", bo.kv_budget, "budget L (tokens per KV head) for the presses")->capture_default_str();
   bench->add_option("--ubatch-size", bo.ubatch, "prefill chunk size in tokens (-ub)")->capture_default_str();
   add_cache_type_flag(*bench, bo.cache_type);
-  bench->add_option("--precision", bo.precision, "matmul precision: exact | fast (8-bit activations for decode)")->capture_default_str();
-  bench->add_flag_callback("--fast", [&bo] { bo.precision = "fast"; }, "same as --precision fast");
+  add_precision_flags(*bench, bo.precision, "exact");
   bench->add_flag("--mlock", bo.mlock, "lock the model (and all memory) in RAM");
   bench->add_flag("--no-mmap", bo.no_mmap, kNoMmapHelp);
   bench->add_flag("--fresh-depth", bo.fresh_depth, "re-prefill the depth before every repetition (default: once per test)");

@@ -5,6 +5,7 @@
 #include "commands.h"
 #include "core/error.h"
 #include "core/threading.h"
+#include "ops/matmul_int8.h"
 
 namespace mkv::cli {
 namespace {
@@ -48,6 +49,8 @@ LoadedModel load_model(const ModelOptions& options) {
   MKV_CHECK(options.cache_type == "f32" || options.cache_type == "f16",
             "unsupported cache type '{}' (supported: f32, f16)", options.cache_type);
   set_num_threads(options.threads);
+  if (!options.precision.empty())
+    set_matmul_precision(options.precision == "fast" ? MatmulPrecision::Fast : MatmulPrecision::Exact);
 
   LoadedModel loaded;
   const auto load = options.no_mmap ? GgufFile::Load::Read : GgufFile::Load::Mmap;

@@ -1,10 +1,13 @@
 // The momentkv binary end to end: outputs, exit codes and one-line error messages.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <string>
+#include <vector>
 #include <sys/wait.h>
 
 #include "cli/cli_runner.h"
@@ -63,6 +66,36 @@ TEST(Cli, CacheTypeFlagsMayBothBeGivenWhenTheyAgree) {
   expect_one_line_error(run_cli(gen + " -ctk f16 -ctv f32"), "share one cache type");
   expect_one_line_error(run_cli("bench -m " + model + " -p 0 -n 2 -r 1 --no-probe -ctk f16 -ctv f32"),
                         "share one cache type");
+}
+
+TEST(Cli, FastPrecisionFlagSwitchesDecodeProductsToIntegerKernels) {
+  // A tiny Q8_0 model; two tokens are a decode-sized batch, so --fast takes the integer path.
+  const auto dir = test::temp_dir();  // (each call empties the directory)
+  const auto model = (dir / "cli_fast_q8.gguf").string();
+  const test::CliResult made = run_cli("make-model --shape tiny-llama --type Q8_0 -o " + model);
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  auto logits = [&](const std::string& flags) {
+    const auto path = dir / "cli_fast_logits.f32";
+    const test::CliResult r = run_cli("logits -m " + model + " --tokens 1,2 -o " + path.string() + flags);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    std::ifstream in(path, std::ios::binary | std::ios::ate);
+    std::vector<float> values(static_cast<std::size_t>(in.tellg()) / sizeof(float));
+    in.seekg(0);
+    in.read(reinterpret_cast<char*>(values.data()), static_cast<std::streamsize>(values.size() * sizeof(float)));
+    return values;
+  };
+  const std::vector<float> exact = logits(""), named = logits(" --precision exact"), fast = logits(" --fast");
+  ASSERT_FALSE(exact.empty());
+  EXPECT_EQ(named, exact);
+  ASSERT_EQ(fast.size(), exact.size());
+  EXPECT_NE(fast, exact);  // 8-bit activations round differently...
+  float scale = 0.0f, diff = 0.0f;
+  for (std::size_t i = 0; i < exact.size(); ++i) {
+    scale = std::max(scale, std::abs(exact[i]));
+    diff = std::max(diff, std::abs(fast[i] - exact[i]));
+  }
+  EXPECT_LT(diff, 0.05f * scale) << "...but stay close";
+  expect_one_line_error(run_cli("logits -m " + model + " --tokens 1,2 -o /dev/null --precision half"), "half");
 }
 
 TEST(Cli, GreedyGenerationOfStories260K) {
