@@ -10,14 +10,17 @@
 //   kBlockBytes  bytes per block
 //   decode(block, sink)  calls sink(group, F8 values) for each group of 8 consecutive values,
 //                        group = 0 .. kBlockSize/8 - 1 (in order).
-// Decoders whose values are code × one block scale d (Q8_0, Q4_0, Q5_0: the BlockScaled concept)
-// also give the two factors, so that a dot product can sum code × x over the block and multiply
-// by d once instead of once per value:
-//   scale(block)                d as a float
-//   decode_codes(block, sink)   like decode, with the codes (value / d, exact small integers)
+// The quantised decoders are also SubBlockScaled: every kSubBlock consecutive values share a
+// scale and an offset, value = code × scale + offset, so that a dot product can sum code × x over
+// a sub-block and apply the scale once (and the offset once, times the sub-block's sum of x):
+//   kSubBlock                         values per scale (8, 16 or 32; divides kBlockSize)
+//   kHasOffset                        whether any offset can be non-zero (Q4_1, Q5_1, Q4_K, Q5_K)
+//   sub_scales(block, scale, offset)  fills kBlockSize / kSubBlock scales and offsets
+//   decode_codes(block, sink)         like decode, with the codes as floats (small integers)
+// and decode() is code × scale + offset group by group, bit-exact as before: scale and offset
+// are exact products (fp16 × a ≤ 8-bit integer) and so is code × scale.
 #pragma once
 
-#include <concepts>
 #include <cstddef>
 #include <cstdint>
 #include <utility>
@@ -30,6 +33,24 @@ namespace mkv::decoders {
 
 using simd::F8;
 using simd::I8;
+
+template <typename D>
+concept SubBlockScaled = requires { D::kSubBlock; };
+
+// decode() of a SubBlockScaled decoder: code × scale + offset, group by group.
+template <typename D, typename Sink>
+void decode_scaled(const uint8_t* block, Sink& sink) {
+  constexpr int kSubs = D::kBlockSize / D::kSubBlock;
+  float scale[kSubs], offset[kSubs];
+  D::sub_scales(block, scale, offset);
+  D::decode_codes(block, [&](int g, F8 codes) {
+    const int sub = g * 8 / D::kSubBlock;
+    if constexpr (D::kHasOffset)
+      sink(g, codes * simd::f8_set1(scale[sub]) + simd::f8_set1(offset[sub]));
+    else
+      sink(g, codes * simd::f8_set1(scale[sub]));
+  });
+}
 
 struct F32 {
   static constexpr int kBlockSize = 8;
@@ -62,15 +83,19 @@ struct BF16 {
 struct Q8_0 {
   static constexpr int kBlockSize = 32;
   static constexpr std::size_t kBlockBytes = 34;
-  static float scale(const uint8_t* block) { return fp16_to_f32_inline(load_u16(block)); }
+  static constexpr int kSubBlock = 32;
+  static constexpr bool kHasOffset = false;
+  static void sub_scales(const uint8_t* block, float* scale, float* offset) {
+    scale[0] = fp16_to_f32_inline(load_u16(block));
+    offset[0] = 0.0f;
+  }
   template <typename Sink>
   static void decode_codes(const uint8_t* block, Sink&& sink) {
     for (int g = 0; g < 4; ++g) sink(g, simd::to_float(simd::i8_load_s8(block + 2 + 8 * g)));
   }
   template <typename Sink>
   static void decode(const uint8_t* block, Sink&& sink) {
-    const F8 d = simd::f8_set1(scale(block));
-    decode_codes(block, [&](int g, F8 codes) { sink(g, codes * d); });
+    decode_scaled<Q8_0>(block, sink);
   }
 };
 
@@ -97,15 +122,19 @@ inline uint32_t load_u32(const uint8_t* p) {
 struct Q4_0 {
   static constexpr int kBlockSize = 32;
   static constexpr std::size_t kBlockBytes = 18;
-  static float scale(const uint8_t* block) { return fp16_to_f32_inline(load_u16(block)); }
+  static constexpr int kSubBlock = 32;
+  static constexpr bool kHasOffset = false;
+  static void sub_scales(const uint8_t* block, float* scale, float* offset) {
+    scale[0] = fp16_to_f32_inline(load_u16(block));
+    offset[0] = 0.0f;
+  }
   template <typename Sink>
   static void decode_codes(const uint8_t* block, Sink&& sink) {
     for (int g = 0; g < 4; ++g) sink(g, simd::to_float(legacy_nibbles(block + 2, g) - 8));
   }
   template <typename Sink>
   static void decode(const uint8_t* block, Sink&& sink) {
-    const F8 d = simd::f8_set1(scale(block));
-    decode_codes(block, [&](int g, F8 codes) { sink(g, codes * d); });
+    decode_scaled<Q4_0>(block, sink);
   }
 };
 
@@ -113,11 +142,19 @@ struct Q4_0 {
 struct Q4_1 {
   static constexpr int kBlockSize = 32;
   static constexpr std::size_t kBlockBytes = 20;
+  static constexpr int kSubBlock = 32;
+  static constexpr bool kHasOffset = true;
+  static void sub_scales(const uint8_t* block, float* scale, float* offset) {
+    scale[0] = fp16_to_f32_inline(load_u16(block));
+    offset[0] = fp16_to_f32_inline(load_u16(block + 2));
+  }
+  template <typename Sink>
+  static void decode_codes(const uint8_t* block, Sink&& sink) {
+    for (int g = 0; g < 4; ++g) sink(g, simd::to_float(legacy_nibbles(block + 4, g)));
+  }
   template <typename Sink>
   static void decode(const uint8_t* block, Sink&& sink) {
-    const F8 d = simd::f8_set1(fp16_to_f32_inline(load_u16(block)));
-    const F8 m = simd::f8_set1(fp16_to_f32_inline(load_u16(block + 2)));
-    for (int g = 0; g < 4; ++g) sink(g, simd::to_float(legacy_nibbles(block + 4, g)) * d + m);
+    decode_scaled<Q4_1>(block, sink);
   }
 };
 
@@ -125,19 +162,20 @@ struct Q4_1 {
 struct Q5_0 {
   static constexpr int kBlockSize = 32;
   static constexpr std::size_t kBlockBytes = 22;
-  static float scale(const uint8_t* block) { return fp16_to_f32_inline(load_u16(block)); }
+  static constexpr int kSubBlock = 32;
+  static constexpr bool kHasOffset = false;
+  static void sub_scales(const uint8_t* block, float* scale, float* offset) {
+    scale[0] = fp16_to_f32_inline(load_u16(block));
+    offset[0] = 0.0f;
+  }
   template <typename Sink>
   static void decode_codes(const uint8_t* block, Sink&& sink) {
     const uint32_t qh = load_u32(block + 2);
-    for (int g = 0; g < 4; ++g) {
-      const I8 code = legacy_nibbles(block + 6, g) | legacy_high_bits(qh, g);
-      sink(g, simd::to_float(code - 16));
-    }
+    for (int g = 0; g < 4; ++g) sink(g, simd::to_float((legacy_nibbles(block + 6, g) | legacy_high_bits(qh, g)) - 16));
   }
   template <typename Sink>
   static void decode(const uint8_t* block, Sink&& sink) {
-    const F8 d = simd::f8_set1(scale(block));
-    decode_codes(block, [&](int g, F8 codes) { sink(g, codes * d); });
+    decode_scaled<Q5_0>(block, sink);
   }
 };
 
@@ -145,21 +183,21 @@ struct Q5_0 {
 struct Q5_1 {
   static constexpr int kBlockSize = 32;
   static constexpr std::size_t kBlockBytes = 24;
+  static constexpr int kSubBlock = 32;
+  static constexpr bool kHasOffset = true;
+  static void sub_scales(const uint8_t* block, float* scale, float* offset) {
+    scale[0] = fp16_to_f32_inline(load_u16(block));
+    offset[0] = fp16_to_f32_inline(load_u16(block + 2));
+  }
+  template <typename Sink>
+  static void decode_codes(const uint8_t* block, Sink&& sink) {
+    const uint32_t qh = load_u32(block + 4);
+    for (int g = 0; g < 4; ++g) sink(g, simd::to_float(legacy_nibbles(block + 8, g) | legacy_high_bits(qh, g)));
+  }
   template <typename Sink>
   static void decode(const uint8_t* block, Sink&& sink) {
-    const F8 d = simd::f8_set1(fp16_to_f32_inline(load_u16(block)));
-    const F8 m = simd::f8_set1(fp16_to_f32_inline(load_u16(block + 2)));
-    const uint32_t qh = load_u32(block + 4);
-    for (int g = 0; g < 4; ++g) {
-      const I8 code = legacy_nibbles(block + 8, g) | legacy_high_bits(qh, g);
-      sink(g, simd::to_float(code) * d + m);
-    }
+    decode_scaled<Q5_1>(block, sink);
   }
-};
-
-template <typename D>
-concept BlockScaled = requires(const uint8_t* block) {
-  { D::scale(block) } -> std::same_as<float>;
 };
 
 // 6-bit scale and min of sub-block j (0..7) of a Q4_K/Q5_K block, packed in 12 bytes:
@@ -177,25 +215,33 @@ template <bool kHighBits>
 struct KQuant4or5 {
   static constexpr int kBlockSize = 256;
   static constexpr std::size_t kBlockBytes = kHighBits ? 176 : 144;
-  template <typename Sink>
-  static void decode(const uint8_t* block, Sink&& sink) {
+  static constexpr int kSubBlock = 32;
+  static constexpr bool kHasOffset = true;
+  static void sub_scales(const uint8_t* block, float* scale, float* offset) {
     const float d = fp16_to_f32_inline(load_u16(block));
     const float dmin = fp16_to_f32_inline(load_u16(block + 2));
-    const uint8_t* scales = block + 4;
+    for (int j = 0; j < 8; ++j) {
+      const auto [sc, min] = k_scale_min(block + 4, j);
+      scale[j] = d * static_cast<float>(sc);
+      offset[j] = -(dmin * static_cast<float>(min));
+    }
+  }
+  template <typename Sink>
+  static void decode_codes(const uint8_t* block, Sink&& sink) {
     const uint8_t* qh = block + 16;
     const uint8_t* qs = block + (kHighBits ? 48 : 16);
 #pragma GCC unroll 8
-    for (int j = 0; j < 8; ++j) {
-      const auto [scale, min] = k_scale_min(scales, j);
-      const F8 step = simd::f8_set1(d * static_cast<float>(scale));
-      const F8 offset = simd::f8_set1(dmin * static_cast<float>(min));
+    for (int j = 0; j < 8; ++j)
       for (int k = 0; k < 4; ++k) {
         const I8 bytes = simd::i8_load_u8(qs + 32 * (j / 2) + 8 * k);
         I8 code = (j & 1) ? (bytes >> 4) : (bytes & 0xf);
         if constexpr (kHighBits) code = code | (((simd::i8_load_u8(qh + 8 * k) >> j) & 1) << 4);
-        sink(4 * j + k, simd::to_float(code) * step - offset);
+        sink(4 * j + k, simd::to_float(code));
       }
-    }
+  }
+  template <typename Sink>
+  static void decode(const uint8_t* block, Sink&& sink) {
+    decode_scaled<KQuant4or5>(block, sink);
   }
 };
 using Q4_K = KQuant4or5<false>;
@@ -208,12 +254,21 @@ using Q5_K = KQuant4or5<true>;
 struct Q6_K {
   static constexpr int kBlockSize = 256;
   static constexpr std::size_t kBlockBytes = 210;
-  template <typename Sink>
-  static void decode(const uint8_t* block, Sink&& sink) {
-    const uint8_t* ql = block;
-    const uint8_t* qh = block + 128;
+  static constexpr int kSubBlock = 16;
+  static constexpr bool kHasOffset = false;
+  static void sub_scales(const uint8_t* block, float* scale, float* offset) {
     const auto* scales = reinterpret_cast<const int8_t*>(block + 192);
     const float d = fp16_to_f32_inline(load_u16(block + 208));
+    for (int h = 0; h < 2; ++h)  // sub-block 8h + 2q + l/16 covers values 128h + 32q + l
+      for (int i = 0; i < 8; ++i) {
+        scale[8 * h + i] = d * static_cast<float>(scales[8 * h + i]);
+        offset[8 * h + i] = 0.0f;
+      }
+  }
+  template <typename Sink>
+  static void decode_codes(const uint8_t* block, Sink&& sink) {
+    const uint8_t* ql = block;
+    const uint8_t* qh = block + 128;
 #pragma GCC unroll 2
     for (int h = 0; h < 2; ++h) {
 #pragma GCC unroll 4
@@ -222,11 +277,14 @@ struct Q6_K {
           const I8 low_bytes = simd::i8_load_u8(ql + 64 * h + 32 * (q & 1) + 8 * k);
           const I8 low = q >= 2 ? (low_bytes >> 4) : (low_bytes & 0xf);
           const I8 high = ((simd::i8_load_u8(qh + 32 * h + 8 * k) >> (2 * q)) & 3) << 4;
-          const F8 step = simd::f8_set1(d * static_cast<float>(scales[8 * h + k / 2 + 2 * q]));
-          sink(16 * h + 4 * q + k, simd::to_float((low | high) - 32) * step);
+          sink(16 * h + 4 * q + k, simd::to_float((low | high) - 32));
         }
       }
     }
+  }
+  template <typename Sink>
+  static void decode(const uint8_t* block, Sink&& sink) {
+    decode_scaled<Q6_K>(block, sink);
   }
 };
 

@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <utility>
+#include <vector>
 
 #include "core/error.h"
 #include "ops/block_decoders.h"
@@ -42,6 +43,7 @@ struct Item {
   int64_t rows;            // matrix rows (the stride of y)
   int64_t cols;            // matrix cols (the stride of x)
   int64_t row_begin, row_end, token_begin, token_end;
+  const float* x_sums = nullptr;  // (n_tokens, cols / kSubBlock) for decoders with offsets (x_sub_sums)
 };
 
 // One weight row against some tokens, all positioned at the first column.
@@ -52,6 +54,8 @@ struct RowOperands {
   float* y;               // y of the first token at this row
   int64_t y_stride;       // floats from one token's outputs to the next
   int64_t n_blocks;       // decoder blocks in the row
+  const float* x_sums;    // types with sub-block offsets: sums of x over each sub-block; else null
+  int64_t x_sums_stride;  // floats from one token's sums to the next
 };
 
 // y[t] += dot(weight row, token t) for T tokens. Each token sums into kChains independent
@@ -60,33 +64,53 @@ struct RowOperands {
 // 2 threads, decode (3 interleaved runs each): Q8_0 9.1 t/s with one chain, 13.5-13.9 with two
 // or four; F16 6.7-7.2 with one, 8.0-8.3 with two, 7.4-7.8 with four.
 //
-// Block-scaled types (decoders::BlockScaled) sum code × x over each block in two partial chains
-// and multiply by the block's scale once, block u of a step feeding chain u: one multiply per
-// block instead of one per group (exact Q8_0 decode, 2 threads, 1B shapes, harness interleaving
-// both forms: +7-15% GB/s; the decode is partly compute-bound there).
+// Sub-block-scaled types (decoders::SubBlockScaled: the quantised ones) sum code × x over each
+// sub-block in two partial chains and apply its scale once, sub-block i of a step feeding chain
+// i % kChains, and its offset (if any) once per token as offset × (the sub-block's sum of x, in
+// op.x_sums): one multiply per sub-block instead of one multiply (and add) per group. Exact Q8_0
+// decode, 2 threads, 1B shapes, harness interleaving both forms: +7-15% GB/s (the decode is
+// partly compute-bound there).
 template <typename Decoder, int T>
 void add_row_dots(const RowOperands& op) {
   constexpr int kChains = 2;
   constexpr int kGroups = Decoder::kBlockSize / 8;  // 8-wide groups per block
-  constexpr bool kScaled = decoders::BlockScaled<Decoder>;
-  constexpr int kUnroll = kScaled ? kChains : kChains > kGroups ? kChains / kGroups : 1;  // blocks per step
+  constexpr bool kScaled = decoders::SubBlockScaled<Decoder>;
+  constexpr int kSubs = [] {  // scales per block
+    if constexpr (kScaled) return Decoder::kBlockSize / Decoder::kSubBlock;
+    else return 0;
+  }();
+  constexpr int kSteps = kScaled ? kSubs : kGroups;  // chain-feeding steps per block
+  constexpr int kUnroll = kChains > kSteps ? kChains / kSteps : 1;  // blocks per loop step
   F8 acc[T][kChains];
   for (auto& chains : acc)
     for (auto& a : chains) a = simd::f8_zero();
-  // Adds block b; its groups feed chains (u * kGroups + g) % kChains, or the block feeds chain u.
+  float offset_sum[T] = {};  // Σ offset × sub-block sum of x, per token
+  // Adds block b; its groups (or sub-blocks) feed chains (u * kSteps + i) % kChains.
   auto add_block = [&](int64_t b, int u) {
     const float* x = op.x + b * Decoder::kBlockSize;
     const uint8_t* block = op.w + b * Decoder::kBlockBytes;
     if constexpr (kScaled) {
-      F8 partial[T][2];  // code · x over the block's even / odd groups
+      constexpr int kSubGroups = Decoder::kSubBlock / 8;
+      static_assert(kSubGroups >= 2, "two partial chains per sub-block");
+      float scale[kSubs], offset[kSubs];
+      Decoder::sub_scales(block, scale, offset);
+      F8 partial[T][2];  // code · x over the current sub-block's even / odd groups
       Decoder::decode_codes(block, [&](int g, F8 codes) {
+        const int local = g % kSubGroups;
         for (int t = 0; t < T; ++t) {
           const F8 xv = simd::f8_load(x + t * op.x_stride + 8 * g);
-          partial[t][g & 1] = g < 2 ? codes * xv : simd::fmadd(codes, xv, partial[t][g & 1]);
+          partial[t][local & 1] = local < 2 ? codes * xv : simd::fmadd(codes, xv, partial[t][local & 1]);
+        }
+        if (local == kSubGroups - 1) {  // the sub-block is complete
+          const int sub = g / kSubGroups, c = (u * kSubs + sub) % kChains;
+          const F8 sub_scale = simd::f8_set1(scale[sub]);
+          for (int t = 0; t < T; ++t) acc[t][c] = simd::fmadd(partial[t][0] + partial[t][1], sub_scale, acc[t][c]);
         }
       });
-      const F8 d = simd::f8_set1(Decoder::scale(block));
-      for (int t = 0; t < T; ++t) acc[t][u] = simd::fmadd(partial[t][0] + partial[t][1], d, acc[t][u]);
+      if constexpr (Decoder::kHasOffset)
+        for (int t = 0; t < T; ++t)
+          for (int sub = 0; sub < kSubs; ++sub)
+            offset_sum[t] += offset[sub] * op.x_sums[t * op.x_sums_stride + b * kSubs + sub];
     } else {
       Decoder::decode(block, [&](int g, F8 w) {
         const int c = (u * kGroups + g) % kChains;
@@ -107,7 +131,7 @@ void add_row_dots(const RowOperands& op) {
   for (int t = 0; t < T; ++t) {
     F8 sum = acc[t][0];
     for (int c = 1; c < kChains; ++c) sum = sum + acc[t][c];
-    op.y[t * op.y_stride] += simd::hsum(sum);
+    op.y[t * op.y_stride] += simd::hsum(sum) + offset_sum[t];
   }
 }
 
@@ -122,6 +146,7 @@ void add_row(RowOperands op, int64_t n_tokens) {
       add_row_dots<Decoder, 1>(op);
     op.x += T * op.x_stride;
     op.y += T * op.y_stride;
+    if (op.x_sums) op.x_sums += T * op.x_sums_stride;
     t0 += T;
   }
 }
@@ -237,9 +262,35 @@ void run_item(GgmlType type, const Item& item) {
                   n_tokens);
       }
   }
+  int64_t n_sub = 0;  // sub-block sums per token
+  if constexpr (decoders::SubBlockScaled<Decoder>) n_sub = item.cols / Decoder::kSubBlock;
+  const float* x_sums = item.x_sums ? item.x_sums + item.token_begin * n_sub : nullptr;
   for (; r0 < item.row_end; ++r0)
-    add_row<Decoder>({item.weights + r0 * item.row_bytes, x, item.cols, y + r0, item.rows, n_blocks}, n_tokens);
+    add_row<Decoder>({item.weights + r0 * item.row_bytes, x, item.cols, y + r0, item.rows, n_blocks, x_sums, n_sub},
+                     n_tokens);
   if (n_blocks * Decoder::kBlockSize < item.cols) add_tail_columns(type, item, n_blocks * Decoder::kBlockSize);
+}
+
+// For decoders with sub-block offsets: the sums of x over every sub-block, (n_tokens, cols /
+// kSubBlock), in a buffer of the calling thread (read by the team during this product); else null.
+template <typename Decoder>
+const float* x_sub_sums(const float* x, int64_t n_tokens, int64_t cols) {
+  if constexpr (decoders::SubBlockScaled<Decoder>) {
+    if constexpr (Decoder::kHasOffset) {
+      thread_local std::vector<float> sums;
+      const int64_t n_sub = cols / Decoder::kSubBlock;
+      sums.resize(static_cast<std::size_t>(n_tokens * n_sub));
+      for (int64_t t = 0; t < n_tokens; ++t)
+        for (int64_t s = 0; s < n_sub; ++s) {
+          const float* v = x + t * cols + s * Decoder::kSubBlock;
+          F8 sum = simd::f8_load(v);
+          for (int i = 8; i < Decoder::kSubBlock; i += 8) sum = sum + simd::f8_load(v + i);
+          sums[t * n_sub + s] = simd::hsum(sum);
+        }
+      return sums.data();
+    }
+  }
+  return nullptr;
 }
 
 void check_matrix(const WeightMatrix& w) {
@@ -270,9 +321,11 @@ void matmul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y) {
   const bool parallel = n_items > 1 && w.rows * w.cols * n_tokens >= kMinParallelMacs;
 
   decoders::visit_decoder(w.type, [&]<typename Decoder>() {
+    const float* x_sums = x_sub_sums<Decoder>(x, n_tokens, w.cols);
 #pragma omp parallel for schedule(dynamic, 1) if (parallel)
     for (int64_t i = 0; i < n_items; ++i) {
       Item item = whole;
+      item.x_sums = x_sums;
       item.token_begin = (i / n_row_items) * item_tokens;
       item.token_end = std::min(n_tokens, item.token_begin + item_tokens);
       item.row_begin = (i % n_row_items) * kItemRows;
@@ -287,8 +340,11 @@ float dot_row(const WeightMatrix& w, int64_t r, const float* x) {
   MKV_CHECK(r >= 0 && r < w.rows, "row {} out of range for a matrix of {} rows", r, w.rows);
   float y = 0.0f;
   // A one-row, one-token item whose weights start at row r.
-  const Item item{static_cast<const uint8_t*>(w.data) + r * w.row_bytes(), w.row_bytes(), x, &y, 1, w.cols, 0, 1, 0, 1};
-  decoders::visit_decoder(w.type, [&]<typename Decoder>() { run_item<Decoder>(w.type, item); });
+  Item item{static_cast<const uint8_t*>(w.data) + r * w.row_bytes(), w.row_bytes(), x, &y, 1, w.cols, 0, 1, 0, 1};
+  decoders::visit_decoder(w.type, [&]<typename Decoder>() {
+    item.x_sums = x_sub_sums<Decoder>(x, 1, w.cols);
+    run_item<Decoder>(w.type, item);
+  });
   return y;
 }
 
