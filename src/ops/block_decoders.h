@@ -13,7 +13,7 @@
 // The quantised decoders are also SubBlockScaled: every kSubBlock consecutive values share a
 // scale and an offset, value = code × scale + offset, so that a dot product can sum code × x over
 // a sub-block and apply the scale once (and the offset once, times the sub-block's sum of x):
-//   kSubBlock                         values per scale (8, 16 or 32; divides kBlockSize)
+//   kSubBlock                         values per scale (16 or 32; divides kBlockSize)
 //   kHasOffset                        whether any offset can be non-zero (Q4_1, Q5_1, Q4_K, Q5_K)
 //   sub_scales(block, scale, offset)  fills kBlockSize / kSubBlock scales and offsets
 //   decode_codes(block, sink)         like decode, with the codes as floats (small integers)

@@ -1,6 +1,7 @@
 // matmul / dot_row: one generic kernel for every weight type. Weight blocks are decoded on the fly
 // (block_decoders.h) into 8-float vectors that feed FMAs against float32 activations; nothing is
-// quantised on the activation side.
+// quantised on the activation side (MatmulPrecision::Fast sends decode-sized products of the
+// integer-friendly types to matmul_int8 instead).
 //
 // Blocking: the output (n_tokens x rows) is split into work items of up to kItemTokens tokens x
 // kItemRows rows, shared among threads.
@@ -10,7 +11,8 @@
 //   and every group of up to kBlockTokens tokens adds rank-1 updates to a kBlockTokens x kPanelRows
 //   block of y held in 12 registers (per column: 2 panel loads, 6 broadcasts, 12 FMAs).
 // - Decode-sized items take each weight row's dot products with kTileTokens or 1 tokens,
-//   decoding blocks straight into the FMAs and streaming one row at a time.
+//   decoding blocks straight into the FMAs (quantised types: codes x activations per sub-block,
+//   its scale applied once) and streaming one row at a time.
 #include "ops/matmul.h"
 
 #include <algorithm>
