@@ -82,19 +82,26 @@ void ScorerPress::compress_layer(KvCache& cache, int layer) {
   for (int round = 0; round < options_.rounds; ++round) {
     scorer_->score(cache, layer, scores_);
     const std::vector<int32_t> finals = final_keep(cache, layer, scores_);
+    std::vector<std::vector<int32_t>> keeps(geometry_.n_kv_heads);  // rows each evicting head keeps
+    std::vector<uint8_t> evicts(geometry_.n_kv_heads, 0);             // whether head h evicts this round
     bool evicted = false;
-    // Heads evict independently (each touches only its own rows, moments and scorer state):
-    // folding the evicted rows into the moments is most of a round's serial work.
-#pragma omp parallel for schedule(dynamic) reduction(|| : evicted)
     for (int h = 0; h < geometry_.n_kv_heads; ++h) {
       const int32_t length = cache.length(layer, h);
       MKV_ASSERT(int32_t(scores_[h].size()) == length);
       const int32_t n_keep = round_keep(length, finals[h], options_.rounds - round);
       if (n_keep >= length) continue;
-      const std::vector<int32_t> keep = select_keep(scores_[h], n_keep, protection);
-      cache.retain(layer, h, keep);
-      scorer_->on_retain(layer, h, keep);
+      keeps[h] = select_keep(scores_[h], n_keep, protection);
+      evicts[h] = 1;
       evicted = true;
+    }
+    // Heads evict independently (each touches only its own rows, moments and scorer state):
+    // folding the evicted rows into the moments is most of a round's work. No exception may
+    // leave the parallel region: the keep lists are built and checked above.
+#pragma omp parallel for schedule(dynamic)
+    for (int h = 0; h < geometry_.n_kv_heads; ++h) {
+      if (!evicts[h]) continue;
+      cache.retain(layer, h, keeps[h]);
+      scorer_->on_retain(layer, h, keeps[h]);
     }
     if (!evicted) break;
   }
