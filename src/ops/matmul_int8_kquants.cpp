@@ -8,6 +8,8 @@
 // portable build in plain C++: the two differ only in float accumulation order.
 #include "ops/matmul_int8_kquants.h"
 
+#include <cstring>
+
 #include "ops/block_decoders.h"
 #include "ops/int8_dots.h"
 
@@ -31,18 +33,41 @@ using int8_dots::dot_u8;
 using int8_dots::hsum;
 using int8_dots::load32;
 
+// The 8 scales (bytes 0-7) and 8 mins (bytes 8-15) of a Q4_K/Q5_K super-block, unpacked from
+// its 12 bytes at once (decoders::k_scale_min's rule, four bytes at a time).
+inline __m128i k_scales_mins(const uint8_t* packed) {
+  uint32_t u[4];
+  std::memcpy(u, packed, 12);
+  constexpr uint32_t k6 = 0x3f3f3f3f, k4 = 0x0f0f0f0f, k2 = 0x03030303;
+  u[3] = ((u[2] >> 4) & k4) | (((u[1] >> 6) & k2) << 4);  // mins 4-7
+  const uint32_t mins_low = u[1] & k6;                      // mins 0-3
+  u[1] = (u[2] & k4) | (((u[0] >> 6) & k2) << 4);          // scales 4-7
+  u[2] = mins_low;
+  u[0] &= k6;                                               // scales 0-3
+  return _mm_loadu_si128(reinterpret_cast<const __m128i*>(u));
+}
+// Field f (d or s) of 8 consecutive activation blocks.
+inline __m256 act_fields(const ActBlockQ8* x, float ActBlockQ8::*f) {
+  return _mm256_setr_ps(x[0].*f, x[1].*f, x[2].*f, x[3].*f, x[4].*f, x[5].*f, x[6].*f, x[7].*f);
+}
+
 // Q4_K and Q5_K: sub-block j pairs with activation block j; its codes are nibble (j & 1) of the
-// 32 bytes qs[32(j/2) ..] (| the fifth bit for Q5_K).
+// 32 bytes qs[32(j/2) ..] (| the fifth bit for Q5_K). The 8 factors d·scale_j·d_x and the mins
+// term Σ dmin·min_j·s_x are vectors over j, once per super-block.
 template <bool kHighBits>
 float k45_row_dot(const uint8_t* w, const ActBlockQ8* x, int64_t n_super) {
   constexpr std::size_t kBytes = kHighBits ? kQ5KBytes : kQ4KBytes;
   const __m256i low_mask = _mm256_set1_epi8(0x0f);
   __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
-  float offset = 0.0f;  // −Σ (dmin·min_j)·s_x
+  __m256 min_acc = _mm256_setzero_ps();  // Σ (dmin·min_j)·s_x, lane j
   for (int64_t s = 0; s < n_super; ++s, w += kBytes, x += 8) {
     prefetch_block(w, kBytes);
-    const float d = fp16_at(w), dmin = fp16_at(w + 2);
-    const uint8_t* scales = w + 4;
+    const __m128i scales_mins = k_scales_mins(w + 4);
+    const __m256 scales = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(scales_mins));
+    const __m256 mins = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(scales_mins, 8)));
+    alignas(32) float factor[8];  // d·scale_j·d_x of sub-block j
+    _mm256_store_ps(factor, _mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(fp16_at(w)), scales), act_fields(x, &ActBlockQ8::d)));
+    min_acc = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_set1_ps(fp16_at(w + 2)), mins), act_fields(x, &ActBlockQ8::s), min_acc);
     const uint8_t* qs = w + (kHighBits ? 48 : 16);
     [[maybe_unused]] const __m256i qh = kHighBits ? load32(w + 16) : __m256i{};
     for (int pair = 0; pair < 4; ++pair) {
@@ -57,14 +82,11 @@ float k45_row_dot(const uint8_t* w, const ActBlockQ8* x, int64_t n_super) {
           const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(qh, bit), bit);
           code = _mm256_or_si256(code, _mm256_and_si256(set, _mm256_set1_epi8(0x10)));
         }
-        const auto [scale, min] = k_scale_min(scales, j);
-        const __m256 sums = dot_u8(code, load32(x[j].q));
-        acc[half] = _mm256_fmadd_ps(_mm256_set1_ps(d * static_cast<float>(scale) * x[j].d), sums, acc[half]);
-        offset -= dmin * static_cast<float>(min) * x[j].s;
+        acc[half] = _mm256_fmadd_ps(_mm256_broadcast_ss(&factor[j]), dot_u8(code, load32(x[j].q)), acc[half]);
       }
     }
   }
-  return hsum(_mm256_add_ps(acc[0], acc[1])) + offset;
+  return hsum(_mm256_add_ps(acc[0], acc[1])) - hsum(min_acc);
 }
 
 float q6k_row_dot(const uint8_t* w, const ActBlockQ8* x, int64_t n_super) {
@@ -72,8 +94,14 @@ float q6k_row_dot(const uint8_t* w, const ActBlockQ8* x, int64_t n_super) {
   __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
   for (int64_t s = 0; s < n_super; ++s, w += kQ6KBytes, x += 8) {
     prefetch_block(w, kQ6KBytes);
-    const auto* scales = reinterpret_cast<const int8_t*>(w + 192);
-    const float d = fp16_at(w + 208);
+    // Activation block k = 4h + q uses scales 2k (its values 0-15) and 2k + 1 (values 16-31):
+    // factors d·scale·d_x for all 8 blocks at once, even and odd scales apart.
+    const __m128i scales = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w + 192));
+    const __m128i even_odd = _mm_shuffle_epi8(scales, _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15));
+    const __m256 d_x = _mm256_mul_ps(_mm256_set1_ps(fp16_at(w + 208)), act_fields(x, &ActBlockQ8::d));
+    alignas(32) float factor[2][8];  // [values 0-15 | values 16-31][block]
+    _mm256_store_ps(factor[0], _mm256_mul_ps(d_x, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(even_odd))));
+    _mm256_store_ps(factor[1], _mm256_mul_ps(d_x, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(even_odd, 8)))));
     for (int h = 0; h < 2; ++h) {
       const __m256i high_bytes = load32(w + 128 + 32 * h);
       for (int q = 0; q < 4; ++q) {
@@ -81,11 +109,10 @@ float q6k_row_dot(const uint8_t* w, const ActBlockQ8* x, int64_t n_super) {
         const __m256i low = _mm256_and_si256(q >= 2 ? _mm256_srli_epi16(low_bytes, 4) : low_bytes, low_mask);
         const __m256i high = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(high_bytes, 2 * q), two_bits), 4);
         const __m256i code = _mm256_sub_epi8(_mm256_or_si256(low, high), zero_point);
-        const ActBlockQ8& xb = x[4 * h + q];
-        const float f = d * xb.d;
-        // int32 lanes 0-3 hold values 0-15 (scale 8h + 2q), lanes 4-7 values 16-31 (the next).
-        const __m256 step = _mm256_set_m128(_mm_set1_ps(f * scales[8 * h + 2 * q + 1]), _mm_set1_ps(f * scales[8 * h + 2 * q]));
-        acc[q & 1] = _mm256_fmadd_ps(step, dot_s8(code, load32(xb.q)), acc[q & 1]);
+        const int k = 4 * h + q;
+        // int32 lanes 0-3 hold values 0-15, lanes 4-7 values 16-31.
+        const __m256 step = _mm256_set_m128(_mm_broadcast_ss(&factor[1][k]), _mm_broadcast_ss(&factor[0][k]));
+        acc[q & 1] = _mm256_fmadd_ps(step, dot_s8(code, load32(x[k].q)), acc[q & 1]);
       }
     }
   }
