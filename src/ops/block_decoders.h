@@ -23,6 +23,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <utility>
 
 #include "core/error.h"
@@ -200,12 +201,26 @@ struct Q5_1 {
   }
 };
 
-// 6-bit scale and min of sub-block j (0..7) of a Q4_K/Q5_K block, packed in 12 bytes:
+// The 6-bit scales and mins of the 8 sub-blocks of a Q4_K/Q5_K block, packed in 12 bytes s:
 // j < 4: scale = s[j] & 63, min = s[j+4] & 63;
-// j >= 4: scale = (s[j+4] & 15) | (s[j-4] >> 6) << 4, min = (s[j+4] >> 4) | (s[j] >> 6) << 4.
-inline std::pair<int, int> k_scale_min(const uint8_t* s, int j) {
-  if (j < 4) return {s[j] & 63, s[j + 4] & 63};
-  return {(s[j + 4] & 0xf) | ((s[j - 4] >> 6) << 4), (s[j + 4] >> 4) | ((s[j] >> 6) << 4)};
+// j >= 4: scale = (s[j+4] & 15) | (s[j-4] >> 6) << 4, min = (s[j+4] >> 4) | (s[j] >> 6) << 4;
+// unpacked four at a time.
+struct KScalesMins {
+  uint8_t scale[8];
+  uint8_t min[8];
+};
+inline KScalesMins k_scales_mins(const uint8_t* s) {
+  uint32_t u[4];
+  std::memcpy(u, s, 12);
+  constexpr uint32_t k6 = 0x3f3f3f3f, k4 = 0x0f0f0f0f, k2 = 0x03030303;
+  u[3] = ((u[2] >> 4) & k4) | (((u[1] >> 6) & k2) << 4);  // mins 4-7
+  const uint32_t mins_low = u[1] & k6;                      // mins 0-3
+  u[1] = (u[2] & k4) | (((u[0] >> 6) & k2) << 4);          // scales 4-7
+  u[2] = mins_low;
+  u[0] &= k6;                                               // scales 0-3
+  KScalesMins out;
+  std::memcpy(&out, u, sizeof(out));
+  return out;
 }
 
 // Q4_K and Q5_K: { fp16 d, dmin; u8 scales[12]; [Q5_K: u8 qh[32]]; u8 qs[128] }, 8 sub-blocks
@@ -218,13 +233,11 @@ struct KQuant4or5 {
   static constexpr int kSubBlock = 32;
   static constexpr bool kHasOffset = true;
   static void sub_scales(const uint8_t* block, float* scale, float* offset) {
-    const float d = fp16_to_f32_inline(load_u16(block));
-    const float dmin = fp16_to_f32_inline(load_u16(block + 2));
-    for (int j = 0; j < 8; ++j) {
-      const auto [sc, min] = k_scale_min(block + 4, j);
-      scale[j] = d * static_cast<float>(sc);
-      offset[j] = -(dmin * static_cast<float>(min));
-    }
+    const KScalesMins sm = k_scales_mins(block + 4);
+    const F8 d = simd::f8_set1(fp16_to_f32_inline(load_u16(block)));
+    const F8 minus_dmin = simd::f8_set1(-fp16_to_f32_inline(load_u16(block + 2)));
+    simd::f8_store(scale, simd::to_float(simd::i8_load_u8(sm.scale)) * d);
+    simd::f8_store(offset, simd::to_float(simd::i8_load_u8(sm.min)) * minus_dmin);
   }
   template <typename Sink>
   static void decode_codes(const uint8_t* block, Sink&& sink) {

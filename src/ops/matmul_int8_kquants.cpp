@@ -16,7 +16,7 @@
 namespace mkv {
 namespace {
 
-using decoders::k_scale_min;
+using decoders::k_scales_mins;
 using int8_dots::fp16_at;
 
 constexpr std::size_t kQ4KBytes = 144, kQ5KBytes = 176, kQ6KBytes = 210;
@@ -33,19 +33,6 @@ using int8_dots::dot_u8;
 using int8_dots::hsum;
 using int8_dots::load32;
 
-// The 8 scales (bytes 0-7) and 8 mins (bytes 8-15) of a Q4_K/Q5_K super-block, unpacked from
-// its 12 bytes at once (decoders::k_scale_min's rule, four bytes at a time).
-inline __m128i k_scales_mins(const uint8_t* packed) {
-  uint32_t u[4];
-  std::memcpy(u, packed, 12);
-  constexpr uint32_t k6 = 0x3f3f3f3f, k4 = 0x0f0f0f0f, k2 = 0x03030303;
-  u[3] = ((u[2] >> 4) & k4) | (((u[1] >> 6) & k2) << 4);  // mins 4-7
-  const uint32_t mins_low = u[1] & k6;                      // mins 0-3
-  u[1] = (u[2] & k4) | (((u[0] >> 6) & k2) << 4);          // scales 4-7
-  u[2] = mins_low;
-  u[0] &= k6;                                               // scales 0-3
-  return _mm_loadu_si128(reinterpret_cast<const __m128i*>(u));
-}
 // Field f (d or s) of 8 consecutive activation blocks.
 inline __m256 act_fields(const ActBlockQ8* x, float ActBlockQ8::*f) {
   return _mm256_setr_ps(x[0].*f, x[1].*f, x[2].*f, x[3].*f, x[4].*f, x[5].*f, x[6].*f, x[7].*f);
@@ -62,7 +49,8 @@ float k45_row_dot(const uint8_t* w, const ActBlockQ8* x, int64_t n_super) {
   __m256 min_acc = _mm256_setzero_ps();  // Σ (dmin·min_j)·s_x, lane j
   for (int64_t s = 0; s < n_super; ++s, w += kBytes, x += 8) {
     prefetch_block(w, kBytes);
-    const __m128i scales_mins = k_scales_mins(w + 4);
+    const decoders::KScalesMins sm = k_scales_mins(w + 4);
+    const __m128i scales_mins = _mm_loadu_si128(reinterpret_cast<const __m128i*>(&sm));  // scales, then mins
     const __m256 scales = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(scales_mins));
     const __m256 mins = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(scales_mins, 8)));
     alignas(32) float factor[8];  // d·scale_j·d_x of sub-block j
@@ -128,6 +116,7 @@ float k45_row_dot(const uint8_t* w, const ActBlockQ8* x, int64_t n_super) {
   for (int64_t s = 0; s < n_super; ++s, w += kBytes, x += 8) {
     prefetch_block(w, kBytes);
     const float d = fp16_at(w), dmin = fp16_at(w + 2);
+    const decoders::KScalesMins sm = k_scales_mins(w + 4);
     const uint8_t* qh = w + 16;
     const uint8_t* qs = w + (kHighBits ? 48 : 16);
     for (int j = 0; j < 8; ++j) {
@@ -137,9 +126,8 @@ float k45_row_dot(const uint8_t* w, const ActBlockQ8* x, int64_t n_super) {
         if constexpr (kHighBits) code |= ((qh[l] >> j) & 1) << 4;
         dot += code * x[j].q[l];
       }
-      const auto [scale, min] = k_scale_min(w + 4, j);
-      sum += d * static_cast<float>(scale) * x[j].d * static_cast<float>(dot);
-      offset -= dmin * static_cast<float>(min) * x[j].s;
+      sum += d * static_cast<float>(sm.scale[j]) * x[j].d * static_cast<float>(dot);
+      offset -= dmin * static_cast<float>(sm.min[j]) * x[j].s;
     }
   }
   return sum + offset;

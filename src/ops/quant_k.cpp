@@ -16,7 +16,7 @@ constexpr int kSuperBlock = 256;
 
 float inverse(float d) { return d != 0.0f ? 1.0f / d : 0.0f; }
 
-// Packs eight 6-bit (scale, min) pairs into 12 bytes; inverse of decoders::k_scale_min.
+// Packs eight 6-bit (scale, min) pairs into 12 bytes; inverse of decoders::k_scales_mins.
 void pack_k_scales(const int* scales, const int* mins, uint8_t* out) {
   std::memset(out, 0, 12);
   for (int j = 0; j < 4; ++j) {
