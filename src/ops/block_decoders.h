@@ -80,23 +80,34 @@ struct BF16 {
   }
 };
 
-// Q8_0: { fp16 d; int8 q[32] }, value = q * d.
-struct Q8_0 {
+// decode() of the SubBlockScaled decoders (Derived::decode_codes and sub_scales).
+template <typename Derived>
+struct ScaledDecode {
+  template <typename Sink>
+  static void decode(const uint8_t* block, Sink&& sink) {
+    decode_scaled<Derived>(block, sink);
+  }
+};
+
+// The 32-value legacy formats: one sub-block, fp16 scale d at byte 0 and, with an offset, fp16 m
+// at byte 2 (value = code * d + m).
+template <typename Derived, std::size_t kBytes, bool kOffset>
+struct LegacyBlock : ScaledDecode<Derived> {
   static constexpr int kBlockSize = 32;
-  static constexpr std::size_t kBlockBytes = 34;
+  static constexpr std::size_t kBlockBytes = kBytes;
   static constexpr int kSubBlock = 32;
-  static constexpr bool kHasOffset = false;
+  static constexpr bool kHasOffset = kOffset;
   static void sub_scales(const uint8_t* block, float* scale, float* offset) {
     scale[0] = fp16_to_f32_inline(load_u16(block));
-    offset[0] = 0.0f;
+    offset[0] = kOffset ? fp16_to_f32_inline(load_u16(block + 2)) : 0.0f;
   }
+};
+
+// Q8_0: { fp16 d; int8 q[32] }, value = q * d.
+struct Q8_0 : LegacyBlock<Q8_0, 34, false> {
   template <typename Sink>
   static void decode_codes(const uint8_t* block, Sink&& sink) {
     for (int g = 0; g < 4; ++g) sink(g, simd::to_float(simd::i8_load_s8(block + 2 + 8 * g)));
-  }
-  template <typename Sink>
-  static void decode(const uint8_t* block, Sink&& sink) {
-    decode_scaled<Q8_0>(block, sink);
   }
 };
 
@@ -113,91 +124,37 @@ inline I8 legacy_high_bits(uint32_t qh, int g) {
   return ((simd::i8_set1(static_cast<int32_t>(qh)) >> shifts) & 1) << 4;
 }
 
-inline uint32_t load_u32(const uint8_t* p) {
-  uint32_t v;
-  std::memcpy(&v, p, 4);
-  return v;
-}
-
 // Q4_0: { fp16 d; u8 qs[16] }, value = (code - 8) * d.
-struct Q4_0 {
-  static constexpr int kBlockSize = 32;
-  static constexpr std::size_t kBlockBytes = 18;
-  static constexpr int kSubBlock = 32;
-  static constexpr bool kHasOffset = false;
-  static void sub_scales(const uint8_t* block, float* scale, float* offset) {
-    scale[0] = fp16_to_f32_inline(load_u16(block));
-    offset[0] = 0.0f;
-  }
+struct Q4_0 : LegacyBlock<Q4_0, 18, false> {
   template <typename Sink>
   static void decode_codes(const uint8_t* block, Sink&& sink) {
     for (int g = 0; g < 4; ++g) sink(g, simd::to_float(legacy_nibbles(block + 2, g) - 8));
   }
-  template <typename Sink>
-  static void decode(const uint8_t* block, Sink&& sink) {
-    decode_scaled<Q4_0>(block, sink);
-  }
 };
 
 // Q4_1: { fp16 d, m; u8 qs[16] }, value = code * d + m.
-struct Q4_1 {
-  static constexpr int kBlockSize = 32;
-  static constexpr std::size_t kBlockBytes = 20;
-  static constexpr int kSubBlock = 32;
-  static constexpr bool kHasOffset = true;
-  static void sub_scales(const uint8_t* block, float* scale, float* offset) {
-    scale[0] = fp16_to_f32_inline(load_u16(block));
-    offset[0] = fp16_to_f32_inline(load_u16(block + 2));
-  }
+struct Q4_1 : LegacyBlock<Q4_1, 20, true> {
   template <typename Sink>
   static void decode_codes(const uint8_t* block, Sink&& sink) {
     for (int g = 0; g < 4; ++g) sink(g, simd::to_float(legacy_nibbles(block + 4, g)));
   }
-  template <typename Sink>
-  static void decode(const uint8_t* block, Sink&& sink) {
-    decode_scaled<Q4_1>(block, sink);
-  }
 };
 
 // Q5_0: { fp16 d; u8 qh[4]; u8 qs[16] }, value = (code5 - 16) * d.
-struct Q5_0 {
-  static constexpr int kBlockSize = 32;
-  static constexpr std::size_t kBlockBytes = 22;
-  static constexpr int kSubBlock = 32;
-  static constexpr bool kHasOffset = false;
-  static void sub_scales(const uint8_t* block, float* scale, float* offset) {
-    scale[0] = fp16_to_f32_inline(load_u16(block));
-    offset[0] = 0.0f;
-  }
+struct Q5_0 : LegacyBlock<Q5_0, 22, false> {
   template <typename Sink>
   static void decode_codes(const uint8_t* block, Sink&& sink) {
     const uint32_t qh = load_u32(block + 2);
     for (int g = 0; g < 4; ++g) sink(g, simd::to_float((legacy_nibbles(block + 6, g) | legacy_high_bits(qh, g)) - 16));
   }
-  template <typename Sink>
-  static void decode(const uint8_t* block, Sink&& sink) {
-    decode_scaled<Q5_0>(block, sink);
-  }
 };
 
 // Q5_1: { fp16 d, m; u8 qh[4]; u8 qs[16] }, value = code5 * d + m.
-struct Q5_1 {
-  static constexpr int kBlockSize = 32;
-  static constexpr std::size_t kBlockBytes = 24;
-  static constexpr int kSubBlock = 32;
-  static constexpr bool kHasOffset = true;
-  static void sub_scales(const uint8_t* block, float* scale, float* offset) {
-    scale[0] = fp16_to_f32_inline(load_u16(block));
-    offset[0] = fp16_to_f32_inline(load_u16(block + 2));
-  }
+struct Q5_1 : LegacyBlock<Q5_1, 24, true> {
   template <typename Sink>
   static void decode_codes(const uint8_t* block, Sink&& sink) {
     const uint32_t qh = load_u32(block + 4);
     for (int g = 0; g < 4; ++g) sink(g, simd::to_float(legacy_nibbles(block + 8, g) | legacy_high_bits(qh, g)));
-  }
-  template <typename Sink>
-  static void decode(const uint8_t* block, Sink&& sink) {
-    decode_scaled<Q5_1>(block, sink);
   }
 };
 
@@ -227,7 +184,7 @@ inline KScalesMins k_scales_mins(const uint8_t* s) {
 // of 32 values. Sub-block j uses nibble (j & 1) of bytes qs[32*(j/2) .. +32); in Q5_K bit j of
 // qh[l] is the fifth bit of value l of sub-block j. value = (d*scale_j) * code - dmin*min_j.
 template <bool kHighBits>
-struct KQuant4or5 {
+struct KQuant4or5 : ScaledDecode<KQuant4or5<kHighBits>> {
   static constexpr int kBlockSize = 256;
   static constexpr std::size_t kBlockBytes = kHighBits ? 176 : 144;
   static constexpr int kSubBlock = 32;
@@ -252,19 +209,26 @@ struct KQuant4or5 {
         sink(4 * j + k, simd::to_float(code));
       }
   }
-  template <typename Sink>
-  static void decode(const uint8_t* block, Sink&& sink) {
-    decode_scaled<KQuant4or5>(block, sink);
-  }
 };
 using Q4_K = KQuant4or5<false>;
 using Q5_K = KQuant4or5<true>;
+
+#if MOMENTKV_NATIVE
+// code6 − 32 of the 32 values 128h + 32q .. +31 of a Q6_K block (layout below), as signed bytes.
+inline __m256i q6k_signed_codes(const uint8_t* block, int h, int q) {
+  const __m256i low_bytes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + 64 * h + 32 * (q & 1)));
+  const __m256i high_bytes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + 128 + 32 * h));
+  const __m256i low = _mm256_and_si256(q >= 2 ? _mm256_srli_epi16(low_bytes, 4) : low_bytes, _mm256_set1_epi8(0x0f));
+  const __m256i high = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(high_bytes, 2 * q), _mm256_set1_epi8(3)), 4);
+  return _mm256_sub_epi8(_mm256_or_si256(low, high), _mm256_set1_epi8(32));
+}
+#endif
 
 // Q6_K: { u8 ql[128]; u8 qh[64]; int8 scales[16]; fp16 d }, two halves of 128 values. In half h,
 // value 32*q + l (quarter q, l < 32) has low bits = nibble (q >= 2) of ql[64h + 32*(q & 1) + l],
 // high bits = (qh[32h + l] >> 2q) & 3, scale = scales[8h + l/16 + 2q];
 // value = (d * scale) * (code6 - 32).
-struct Q6_K {
+struct Q6_K : ScaledDecode<Q6_K> {
   static constexpr int kBlockSize = 256;
   static constexpr std::size_t kBlockBytes = 210;
   static constexpr int kSubBlock = 16;
@@ -280,19 +244,12 @@ struct Q6_K {
   }
   template <typename Sink>
   static void decode_codes(const uint8_t* block, Sink&& sink) {
-    const uint8_t* ql = block;
-    const uint8_t* qh = block + 128;
 #if MOMENTKV_NATIVE
     // 32 codes at a time with byte operations, then widened 8 at a time (the portable form below
     // spends ~10 operations per 8 values; exact Q6_K decode was 19% of the read bandwidth).
-    const __m256i low_mask = _mm256_set1_epi8(0x0f), two_bits = _mm256_set1_epi8(3), zero_point = _mm256_set1_epi8(32);
-    for (int h = 0; h < 2; ++h) {
-      const __m256i high_bytes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qh + 32 * h));
+    for (int h = 0; h < 2; ++h)
       for (int q = 0; q < 4; ++q) {
-        const __m256i low_bytes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ql + 64 * h + 32 * (q & 1)));
-        const __m256i low = _mm256_and_si256(q >= 2 ? _mm256_srli_epi16(low_bytes, 4) : low_bytes, low_mask);
-        const __m256i high = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(high_bytes, 2 * q), two_bits), 4);
-        const __m256i code = _mm256_sub_epi8(_mm256_or_si256(low, high), zero_point);  // values 32q .. 32q + 31
+        const __m256i code = q6k_signed_codes(block, h, q);
         const __m128i first = _mm256_castsi256_si128(code), second = _mm256_extracti128_si256(code, 1);
         const int g = 16 * h + 4 * q;
         sink(g, F8{_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(first))});
@@ -300,8 +257,9 @@ struct Q6_K {
         sink(g + 2, F8{_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(second))});
         sink(g + 3, F8{_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(second, 8)))});
       }
-    }
 #else
+    const uint8_t* ql = block;
+    const uint8_t* qh = block + 128;
 #pragma GCC unroll 2
     for (int h = 0; h < 2; ++h) {
 #pragma GCC unroll 4
@@ -315,10 +273,6 @@ struct Q6_K {
       }
     }
 #endif
-  }
-  template <typename Sink>
-  static void decode(const uint8_t* block, Sink&& sink) {
-    decode_scaled<Q6_K>(block, sink);
   }
 };
 

@@ -28,6 +28,12 @@ inline uint16_t load_u16(const uint8_t* p) {
   std::memcpy(&h, p, 2);
   return h;
 }
+// Little-endian 32-bit load from an unaligned block field.
+inline uint32_t load_u32(const uint8_t* p) {
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
 
 inline float fp16_to_f32_inline(uint16_t h) {
 #if MOMENTKV_NATIVE

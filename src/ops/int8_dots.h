@@ -3,7 +3,6 @@
 #pragma once
 
 #include <cstdint>
-#include <cstring>
 
 #include "ops/half.h"
 #include "ops/simd.h"
@@ -11,11 +10,6 @@
 namespace mkv::int8_dots {
 
 inline float fp16_at(const uint8_t* p) { return fp16_to_f32_inline(load_u16(p)); }
-inline uint32_t u32_at(const uint8_t* p) {
-  uint32_t v;
-  std::memcpy(&v, p, 4);
-  return v;
-}
 
 #if MOMENTKV_NATIVE
 

@@ -28,7 +28,6 @@ constexpr int64_t kItemRows = 64;
 constexpr int64_t kMinParallelMacs = 1 << 18;
 
 using int8_dots::fp16_at;
-using int8_dots::u32_at;
 
 // Per weight type: block size in bytes, and the dot product of one row with quantised activations.
 enum class Kind { Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K };
@@ -67,11 +66,11 @@ inline __m256 block_dot(const uint8_t* w, __m256i xq, const ActBlockQ8& x, float
     offset += fp16_at(w + 2) * x.s;
     return dot_u8(nibbles(w + 4), xq);
   } else if constexpr (K == Kind::Q5_0) {
-    const __m256i code = _mm256_or_si256(nibbles(w + 6), high_bits(u32_at(w + 2)));
+    const __m256i code = _mm256_or_si256(nibbles(w + 6), high_bits(load_u32(w + 2)));
     return dot_s8(_mm256_sub_epi8(code, _mm256_set1_epi8(16)), xq);
   } else {
     offset += fp16_at(w + 2) * x.s;
-    return dot_u8(_mm256_or_si256(nibbles(w + 8), high_bits(u32_at(w + 4))), xq);
+    return dot_u8(_mm256_or_si256(nibbles(w + 8), high_bits(load_u32(w + 4))), xq);
   }
 }
 
@@ -118,9 +117,9 @@ float row_dot(const uint8_t* w, std::size_t block_bytes, const ActBlockQ8* x, in
       } else if constexpr (K == Kind::Q4_1) {
         code = nibble_code(w + 4, i);
       } else if constexpr (K == Kind::Q5_0) {
-        code = (nibble_code(w + 6, i) | (((u32_at(w + 2) >> i) & 1) << 4)) - 16;
+        code = (nibble_code(w + 6, i) | (((load_u32(w + 2) >> i) & 1) << 4)) - 16;
       } else {
-        code = nibble_code(w + 8, i) | (((u32_at(w + 4) >> i) & 1) << 4);
+        code = nibble_code(w + 8, i) | (((load_u32(w + 4) >> i) & 1) << 4);
       }
       dot += code * x[b].q[i];
     }

@@ -78,7 +78,6 @@ float k45_row_dot(const uint8_t* w, const ActBlockQ8* x, int64_t n_super) {
 }
 
 float q6k_row_dot(const uint8_t* w, const ActBlockQ8* x, int64_t n_super) {
-  const __m256i low_mask = _mm256_set1_epi8(0x0f), two_bits = _mm256_set1_epi8(3), zero_point = _mm256_set1_epi8(32);
   __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
   for (int64_t s = 0; s < n_super; ++s, w += kQ6KBytes, x += 8) {
     prefetch_block(w, kQ6KBytes);
@@ -90,19 +89,13 @@ float q6k_row_dot(const uint8_t* w, const ActBlockQ8* x, int64_t n_super) {
     alignas(32) float factor[2][8];  // [values 0-15 | values 16-31][block]
     _mm256_store_ps(factor[0], _mm256_mul_ps(d_x, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(even_odd))));
     _mm256_store_ps(factor[1], _mm256_mul_ps(d_x, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(even_odd, 8)))));
-    for (int h = 0; h < 2; ++h) {
-      const __m256i high_bytes = load32(w + 128 + 32 * h);
+    for (int h = 0; h < 2; ++h)
       for (int q = 0; q < 4; ++q) {
-        const __m256i low_bytes = load32(w + 64 * h + 32 * (q & 1));
-        const __m256i low = _mm256_and_si256(q >= 2 ? _mm256_srli_epi16(low_bytes, 4) : low_bytes, low_mask);
-        const __m256i high = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(high_bytes, 2 * q), two_bits), 4);
-        const __m256i code = _mm256_sub_epi8(_mm256_or_si256(low, high), zero_point);
         const int k = 4 * h + q;
         // int32 lanes 0-3 hold values 0-15, lanes 4-7 values 16-31.
         const __m256 step = _mm256_set_m128(_mm_broadcast_ss(&factor[1][k]), _mm_broadcast_ss(&factor[0][k]));
-        acc[q & 1] = _mm256_fmadd_ps(step, dot_s8(code, load32(x[k].q)), acc[q & 1]);
+        acc[q & 1] = _mm256_fmadd_ps(step, dot_s8(decoders::q6k_signed_codes(w, h, q), load32(x[k].q)), acc[q & 1]);
       }
-    }
   }
   return hsum(_mm256_add_ps(acc[0], acc[1]));
 }
