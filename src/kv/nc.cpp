@@ -22,6 +22,13 @@ float log_mass(const MomentStats& s, const float* q, float scale) {
   return std::log(float(s.count())) + scale * vec_dot(q, s.key_mean_f32().data(), s.head_dim_k());
 }
 
+// The factor that shrinks a first-order term τ C q of squared norm norm_sq to norm ≤ the RMS
+// value spread of s when `clip` (else 1).
+float clip_factor(const MomentStats& s, float norm_sq, bool clip) {
+  const float spread = float(s.value_rms_spread());
+  return clip && norm_sq > spread * spread ? spread / std::sqrt(norm_sq) : 1.0f;
+}
+
 // out (d_v) = v̄ + τ C q, with τ C q shrunk to norm ≤ RMS value spread when `clip`.
 void estimate(const MomentStats& s, const float* q, float scale, bool clip, float* out) {
   const int d_k = s.head_dim_k(), d_v = s.head_dim_v();
@@ -36,11 +43,7 @@ void estimate(const MomentStats& s, const float* q, float scale, bool clip, floa
     out[b] = scale * vec_dot(cov + std::size_t(b) * d_k, q, d_k);
     norm_sq += out[b] * out[b];
   }
-  float shrink = 1.0f;
-  if (clip) {
-    const float spread = float(s.value_rms_spread());
-    if (norm_sq > spread * spread) shrink = spread / std::sqrt(norm_sq);
-  }
+  const float shrink = clip_factor(s, norm_sq, clip);
   for (int b = 0; b < d_v; ++b) out[b] = v_mean[b] + shrink * out[b];
 }
 
@@ -132,10 +135,7 @@ void moment_estimates(const MomentGroups& moments, const float* q, int64_t n, fl
   for (int64_t i = 0; i < n; ++i) {
     float* w = &weights[std::size_t(i) * n_live];
     for (int g = 0; g < n_live; ++g) w[g] = log_counts[g] + scale * w[g];
-    const float top = *std::max_element(w, w + n_live);
-    float total = 0.0f;
-    for (int g = 0; g < n_live; ++g) total += w[g] = std::exp(w[g] - top);
-    for (int g = 0; g < n_live; ++g) w[g] /= total;
+    softmax(w, n_live);
   }
   // out = Σ_g w_g v̄_g, plus Σ_g w_g · clip(τ C_g q) for summaries with a co-moment.
   matmul(WeightMatrix{GgmlType::F32, value_means.data(), d_v, n_live}, weights.data(), n, out);
@@ -143,7 +143,6 @@ void moment_estimates(const MomentGroups& moments, const float* q, int64_t n, fl
   std::vector<float> first_order(std::size_t(n) * d_v);  // (n, d_v) C_g q
   for (int g = 0; g < n_live; ++g) {
     matmul(WeightMatrix{GgmlType::F32, live[g]->covariance_f32().data(), d_v, d_k}, q, n, first_order.data());
-    const float spread = float(live[g]->value_rms_spread());
     for (int64_t i = 0; i < n; ++i) {
       float* term = &first_order[std::size_t(i) * d_v];
       float norm_sq = 0.0f;
@@ -151,7 +150,7 @@ void moment_estimates(const MomentGroups& moments, const float* q, int64_t n, fl
         term[b] *= scale;
         norm_sq += term[b] * term[b];
       }
-      const float shrink = moments.config().clip && norm_sq > spread * spread ? spread / std::sqrt(norm_sq) : 1.0f;
+      const float shrink = clip_factor(*live[g], norm_sq, moments.config().clip);
       vec_axpy(weights[std::size_t(i) * n_live + g] * shrink, term, out + std::size_t(i) * d_v, d_v);
     }
   }

@@ -8,8 +8,6 @@
 // portable build in plain C++: the two differ only in float accumulation order.
 #include "ops/matmul_int8_kquants.h"
 
-#include <cstring>
-
 #include "ops/block_decoders.h"
 #include "ops/int8_dots.h"
 
@@ -19,7 +17,8 @@ namespace {
 using decoders::k_scales_mins;
 using int8_dots::fp16_at;
 
-constexpr std::size_t kQ4KBytes = 144, kQ5KBytes = 176, kQ6KBytes = 210;
+constexpr std::size_t kQ4KBytes = decoders::Q4_K::kBlockBytes, kQ5KBytes = decoders::Q5_K::kBlockBytes,
+                      kQ6KBytes = decoders::Q6_K::kBlockBytes;
 
 // Asks for the super-block after the next few (one prefetch per cache line of this one).
 inline void prefetch_block(const uint8_t* w, std::size_t bytes) {
