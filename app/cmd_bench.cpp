@@ -75,40 +75,38 @@ struct Row {
   double flops_fraction() const { return fraction(&ProbeReading::gflops, result.flops_per_token); }
 };
 
-}  // namespace
+// What one bench run measured: the rows, every probe pass, and the process's memory.
+struct BenchRun {
+  std::vector<Row> rows;
+  std::map<int, std::vector<double>> probe_passes, fma_passes;  // thread count -> every pass
+  std::size_t probe_bytes = 0;  // the bandwidth probe's buffer (0: no probe)
+  std::size_t rss = 0;          // peak RSS without the probe's buffer
+};
 
-int run_bench(const BenchOptions& o) {
-  MKV_CHECK(o.output == "md" || o.output == "json" || o.output == "csv", "-o must be md, json or csv, got '{}'",
-            o.output);
-  MKV_CHECK(o.repetitions > 0, "-r must be positive, got {}", o.repetitions);
-  MKV_CHECK(o.ubatch > 0, "-ub must be positive, got {}", o.ubatch);
-  MKV_CHECK(o.cache_type == "f32" || o.cache_type == "f16", "unsupported cache type '{}' (supported: f32, f16)",
-            o.cache_type);
-  MKV_CHECK(o.precision == "exact" || o.precision == "fast", "--precision must be exact or fast, got '{}'",
-            o.precision);
-  MKV_CHECK(o.kv_budget >= 0, "--kv-budget must be >= 0, got {}", o.kv_budget);
-  MKV_CHECK(o.kv_budget == 0 || !o.presses.empty(), "--kv-budget needs --press");
-  const std::vector<int> prompts = parse_int_list(o.n_prompt, "-p", 0);
-  const std::vector<int> gens = parse_int_list(o.n_gen, "-n", 0);
-  const std::vector<int> depths = parse_int_list(o.depths, "-d", 0);
-  const std::vector<int> threads = parse_int_list(o.threads, "-t", 1);
-  std::vector<std::string> models = o.models;
-  if (models.empty()) models.push_back("");
-  for (const auto& m : models)
-    MKV_CHECK(m.empty() || std::filesystem::exists(m), "cannot open model '{}': no such file", m);
-  for (const auto& p : o.presses) make_press(p, Budget{o.kv_budget, 0.0});  // validates the specs up front
+std::string test_label(const Row& r) {
+  std::string s = r.result.test.name();
+  if (!r.press.empty()) s += " [" + r.press + "]";
+  return s;
+}
+
+// Loads each model and runs every test at every thread count, press and depth, reading the
+// probes around every repetition.
+BenchRun run_tests(const BenchOptions& o, const std::vector<std::string>& models, const std::vector<int>& prompts,
+                   const std::vector<int>& gens, const std::vector<int>& depths, const std::vector<int>& threads) {
   set_matmul_precision(o.precision == "fast" ? MatmulPrecision::Fast : MatmulPrecision::Exact);
   // Rows without a press, then one set per press (the comparison at depth).
-  std::vector<std::string> presses = {""};
+  std::vector<PressConfig> presses = {PressConfig()};
   for (const auto& p : o.presses) presses.push_back(p);
 
-  std::vector<Row> rows;
+  BenchRun run;
+  std::vector<Row>& rows = run.rows;
   // The probe's buffer is touched once, here, and read right before and right after every
   // repetition, so that each repetition's share of the bandwidth is measured seconds from it
-  // (this kind of shared host drifts between 18 and 33 GB/s over a day, and within minutes).
+  // (a shared host's bandwidth drifts over a day, and within minutes).
   std::unique_ptr<BandwidthProbe> probe;
   if (!o.no_probe) probe = std::make_unique<BandwidthProbe>();
-  std::map<int, std::vector<double>> probe_passes, fma_passes;  // thread count -> every pass
+  auto& probe_passes = run.probe_passes;
+  auto& fma_passes = run.fma_passes;
   auto probe_now = [&](int t) {
     const double gbs = probe->passes_gbs(1).front(), gflops = fma_probe_passes(1).front();
     probe_passes[t].push_back(gbs);
@@ -129,8 +127,9 @@ int run_bench(const BenchOptions& o) {
     const std::string name = std::filesystem::path(m.file->path()).filename().string();
     for (int t : threads) {
       set_num_threads(t);
-      for (const auto& press : presses)
+      for (const PressConfig& press_config : presses)
         for (int d : depths) {
+          const std::string press = press_config.is_full() ? "" : press_config.as_given();  // row label
           std::vector<BenchTest> tests;
           for (int p : prompts)
             if (p > 0 && press.empty()) tests.push_back({p, 0, d});
@@ -141,8 +140,7 @@ int run_bench(const BenchOptions& o) {
             bc.repetitions = o.repetitions;
             bc.ubatch = o.ubatch;
             bc.kv_storage = m.kv_storage;
-            bc.press = press;
-            bc.kv_budget = o.kv_budget;
+            bc.press = press_config;
             bc.fresh_depth = o.fresh_depth;
             bc.nc_ab = o.nc_ab;
             bc.depth0_ab = o.depth0_ab && !press.empty();
@@ -162,81 +160,82 @@ int run_bench(const BenchOptions& o) {
     }
   }
   // The probe's buffer stays resident for the whole run: it is not the engine's memory.
+  run.probe_bytes = probe ? probe->bytes() : 0;
   const std::size_t peak_rss = peak_rss_bytes();
-  const std::size_t rss = peak_rss - (probe ? std::min(probe->bytes(), peak_rss) : 0);
+  run.rss = peak_rss - std::min(run.probe_bytes, peak_rss);
+  return run;
+}
 
-  auto test_label = [](const Row& r) {
-    std::string s = r.result.test.name();
-    if (!r.press.empty()) s += " [" + r.press + "]";
-    return s;
-  };
-  if (o.output == "json") {
-    nlohmann::json out;
-    out["backend"] = backend_name();
-    out["precision"] = o.precision;
-    out["bandwidth_probe"] = nlohmann::json::array();
-    for (const auto& [t, gbs] : probe_passes) {
-      const PassSummary p = summarize_passes(gbs);
-      out["bandwidth_probe"].push_back({{"best_gbs", p.best},
-                                        {"median_gbs", p.median},
-                                        {"bytes", probe->bytes()},
-                                        {"threads", t},
-                                        {"passes_gbs", gbs}});
-    }
-    out["fma_probe"] = nlohmann::json::array();
-    for (const auto& [t, gflops] : fma_passes) {
-      const PassSummary f = summarize_passes(gflops);
-      out["fma_probe"].push_back(
-          {{"best_gflops", f.best}, {"median_gflops", f.median}, {"threads", t}, {"passes_gflops", gflops}});
-    }
-    out["peak_rss_bytes"] = rss;
-    out["kv_budget"] = o.kv_budget;
-    for (const Row& r : rows) {
-      const BenchResult& b = r.result;
-      out["results"].push_back({{"model", r.model},
-                                {"size_bytes", r.footprint.file_bytes},
-                                {"params", r.footprint.params},
-                                {"threads", r.threads},
-                                {"test", b.test.name()},
-                                {"press", r.press},
-                                {"companion", r.result.companion},
-                                {"n_prompt", b.test.n_prompt},
-                                {"n_gen", b.test.n_gen},
-                                {"depth", b.test.depth},
-                                {"samples_ts", b.tokens_per_s},
-                                {"avg_ts", b.mean_tps},
-                                {"stddev_ts", b.std_tps},
-                                {"bytes_per_token", b.bytes_per_token},
-                                {"flops_per_token", b.flops_per_token},
-                                {"gbs", b.gbs()},
-                                {"gflops", b.gflops()},
-                                {"bandwidth_fraction", r.bandwidth_fraction()},
-                                {"probe_gbs", r.best(&ProbeReading::gbs)},
-                                {"flops_fraction", r.flops_fraction()},
-                                {"fma_peak_gflops", r.best(&ProbeReading::gflops)},
-                                {"kv_row_bytes", b.kv_row_bytes},
-                                {"kv_bytes_held", b.kv_bytes_held},
-                                {"kv_rows_held", b.kv_rows_held},
-                                {"depth_prefill_s", b.depth_prefill_s},
-                                {"depth_compress_s", b.depth_compress_s}});
-    }
-    if (rows.empty()) out["results"] = nlohmann::json::array();
-    fmt::print("{}\n", out.dump(2));
-    return 0;
+void print_json(const BenchRun& run, const BenchOptions& o) {
+  const std::vector<Row>& rows = run.rows;
+  nlohmann::json out;
+  out["backend"] = backend_name();
+  out["precision"] = o.precision;
+  out["bandwidth_probe"] = nlohmann::json::array();
+  for (const auto& [t, gbs] : run.probe_passes) {
+    const PassSummary p = summarize_passes(gbs);
+    out["bandwidth_probe"].push_back({{"best_gbs", p.best},
+                                      {"median_gbs", p.median},
+                                      {"bytes", run.probe_bytes},
+                                      {"threads", t},
+                                      {"passes_gbs", gbs}});
   }
-  if (o.output == "csv") {
-    fmt::print("model,size_bytes,params,backend,threads,test,press,depth,avg_ts,stddev_ts,gbs,gflops,bandwidth_fraction,"
-               "kv_row_bytes,kv_bytes_held,peak_rss_bytes,probe_gbs,flops_fraction,fma_peak_gflops\n");
-    for (const Row& r : rows) {
-      const BenchResult& b = r.result;
-      fmt::print("{},{},{},{},{},{},{},{},{:.3f},{:.3f},{:.2f},{:.2f},{:.3f},{},{},{},{:.2f},{:.3f},{:.1f}\n", r.model,
-                 r.footprint.file_bytes, r.footprint.params, backend_name(), r.threads, b.test.name(), r.press,
-                 b.test.depth, b.mean_tps, b.std_tps, b.gbs(), b.gflops(),
-                 r.bandwidth_fraction(), b.kv_row_bytes, b.kv_bytes_held, rss, r.best(&ProbeReading::gbs),
-                 r.flops_fraction(), r.best(&ProbeReading::gflops));
-    }
-    return 0;
+  out["fma_probe"] = nlohmann::json::array();
+  for (const auto& [t, gflops] : run.fma_passes) {
+    const PassSummary f = summarize_passes(gflops);
+    out["fma_probe"].push_back(
+        {{"best_gflops", f.best}, {"median_gflops", f.median}, {"threads", t}, {"passes_gflops", gflops}});
   }
+  out["peak_rss_bytes"] = run.rss;
+  out["kv_budget"] = o.presses.empty() ? 0 : o.presses.front().budget()->tokens;
+  for (const Row& r : rows) {
+    const BenchResult& b = r.result;
+    out["results"].push_back({{"model", r.model},
+                              {"size_bytes", r.footprint.file_bytes},
+                              {"params", r.footprint.params},
+                              {"threads", r.threads},
+                              {"test", b.test.name()},
+                              {"press", r.press},
+                              {"companion", r.result.companion},
+                              {"n_prompt", b.test.n_prompt},
+                              {"n_gen", b.test.n_gen},
+                              {"depth", b.test.depth},
+                              {"samples_ts", b.tokens_per_s},
+                              {"avg_ts", b.mean_tps},
+                              {"stddev_ts", b.std_tps},
+                              {"bytes_per_token", b.bytes_per_token},
+                              {"flops_per_token", b.flops_per_token},
+                              {"gbs", b.gbs()},
+                              {"gflops", b.gflops()},
+                              {"bandwidth_fraction", r.bandwidth_fraction()},
+                              {"probe_gbs", r.best(&ProbeReading::gbs)},
+                              {"flops_fraction", r.flops_fraction()},
+                              {"fma_peak_gflops", r.best(&ProbeReading::gflops)},
+                              {"kv_row_bytes", b.kv_row_bytes},
+                              {"kv_bytes_held", b.kv_bytes_held},
+                              {"kv_rows_held", b.kv_rows_held},
+                              {"depth_prefill_s", b.depth_prefill_s},
+                              {"depth_compress_s", b.depth_compress_s}});
+  }
+  if (rows.empty()) out["results"] = nlohmann::json::array();
+  fmt::print("{}\n", out.dump(2));
+}
+
+void print_csv(const BenchRun& run) {
+  fmt::print("model,size_bytes,params,backend,threads,test,press,depth,avg_ts,stddev_ts,gbs,gflops,bandwidth_fraction,"
+             "kv_row_bytes,kv_bytes_held,peak_rss_bytes,probe_gbs,flops_fraction,fma_peak_gflops\n");
+  for (const Row& r : run.rows) {
+    const BenchResult& b = r.result;
+    fmt::print("{},{},{},{},{},{},{},{},{:.3f},{:.3f},{:.2f},{:.2f},{:.3f},{},{},{},{:.2f},{:.3f},{:.1f}\n", r.model,
+               r.footprint.file_bytes, r.footprint.params, backend_name(), r.threads, b.test.name(), r.press,
+               b.test.depth, b.mean_tps, b.std_tps, b.gbs(), b.gflops(),
+               r.bandwidth_fraction(), b.kv_row_bytes, b.kv_bytes_held, run.rss, r.best(&ProbeReading::gbs),
+               r.flops_fraction(), r.best(&ProbeReading::gflops));
+  }
+}
+
+void print_markdown(const BenchRun& run, const BenchOptions& o) {
+  const std::vector<Row>& rows = run.rows;
   fmt::print("| model | size | params | backend | threads | test | t/s | GB/s | GFLOP/s | KV held |\n");
   fmt::print("| --- | ---: | ---: | --- | ---: | --- | ---: | ---: | ---: | ---: |\n");
   for (const Row& r : rows) {
@@ -250,14 +249,14 @@ int run_bench(const BenchOptions& o) {
                size_text(static_cast<double>(b.kv_bytes_held)));
   }
   fmt::print("\n");
-  for (const auto& [t, gbs] : probe_passes) {
-    const PassSummary p = summarize_passes(gbs), f = summarize_passes(fma_passes[t]);
+  for (const auto& [t, gbs] : run.probe_passes) {
+    const PassSummary p = summarize_passes(gbs), f = summarize_passes(run.fma_passes.at(t));
     fmt::print("{} thread{}, {} passes of each probe around the repetitions: read bandwidth (STREAM-like, {}) best {:.2f} GB/s, "
                "median {:.2f}; FP32 FMA peak best {:.1f} GFLOP/s, median {:.1f}\n",
-               t, t == 1 ? "" : "s", gbs.size(), size_text(static_cast<double>(probe->bytes())), p.best, p.median, f.best,
+               t, t == 1 ? "" : "s", gbs.size(), size_text(static_cast<double>(run.probe_bytes)), p.best, p.median, f.best,
                f.median);
   }
-  if (probe)
+  if (run.probe_bytes > 0)
     fmt::print("GB/s = (weight + KV bytes read per token) x t/s, GFLOP/s = (matrix + attention FLOPs per token) x t/s; "
                "(%) = median over repetitions of the repetition's rate over the better probe pass right before or "
                "after it\n");
@@ -286,9 +285,37 @@ int run_bench(const BenchOptions& o) {
                  100.0 * r.result.depth_compress_s / r.result.depth_prefill_s, r.result.depth_prefill_s);
   if (!rows.empty())
     fmt::print("KV cache: {} bytes per row (one token of one KV head: key + value + position), {}; peak RSS {}\n",
-               rows.front().result.kv_row_bytes, o.cache_type, size_text(static_cast<double>(rss)));
+               rows.front().result.kv_row_bytes, o.cache_type, size_text(static_cast<double>(run.rss)));
   fmt::print("precision: {}{}\n", o.precision,
              o.precision == "fast" ? " (activations quantised to 8 bits for the decode matrix-vector products)" : "");
+}
+
+}  // namespace
+
+int run_bench_command(const BenchOptions& o) {
+  MKV_CHECK(o.output == "md" || o.output == "json" || o.output == "csv", "-o must be md, json or csv, got '{}'",
+            o.output);
+  MKV_CHECK(o.repetitions > 0, "-r must be positive, got {}", o.repetitions);
+  MKV_CHECK(o.ubatch > 0, "-ub must be positive, got {}", o.ubatch);
+  MKV_CHECK(o.cache_type == "f32" || o.cache_type == "f16", "unsupported cache type '{}' (supported: f32, f16)",
+            o.cache_type);
+  MKV_CHECK(o.precision == "exact" || o.precision == "fast", "--precision must be exact or fast, got '{}'",
+            o.precision);
+  const std::vector<int> prompts = parse_int_list(o.n_prompt, "-p", 0);
+  const std::vector<int> gens = parse_int_list(o.n_gen, "-n", 0);
+  const std::vector<int> depths = parse_int_list(o.depths, "-d", 0);
+  const std::vector<int> threads = parse_int_list(o.threads, "-t", 1);
+  std::vector<std::string> models = o.models;
+  if (models.empty()) models.push_back("");
+  for (const auto& m : models)
+    MKV_CHECK(m.empty() || std::filesystem::exists(m), "cannot open model '{}': no such file", m);
+  const BenchRun run = run_tests(o, models, prompts, gens, depths, threads);
+  if (o.output == "json")
+    print_json(run, o);
+  else if (o.output == "csv")
+    print_csv(run);
+  else
+    print_markdown(run, o);
   return 0;
 }
 

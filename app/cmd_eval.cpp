@@ -10,11 +10,14 @@
 #include "commands.h"
 #include "core/error.h"
 #include "core/int_list.h"
+#include "core/text_file.h"
 #include "eval/longbench/longbench_eval.h"
 #include "eval/ruler_eval.h"
 
 namespace mkv::cli {
 namespace {
+
+constexpr int64_t kMaxRulerSamples = 100000;  // --samples: samples are generated and held in memory up front
 
 std::vector<std::string> split_list(const std::string& text) {
   std::vector<std::string> out;
@@ -40,7 +43,7 @@ eval::GeneratorOptions generator_options(const EvalCommonOptions& o, const Loade
 
 // Fills the fields every evaluation shares from the common flags; loads the model.
 LoadedModel fill_run_config(const EvalCommonOptions& o, eval::EvalRunConfig& c) {
-  c.settings = eval::expand_press_settings(o.presses.empty() ? std::vector<std::string>{"full"} : o.presses,
+  c.settings = eval::expand_press_settings(o.presses.empty() ? std::vector<PressConfig>{PressConfig()} : o.presses,
                                            parse_int_list(o.budgets, "--budgets", 1));
   c.protocol = eval::parse_protocol(o.protocol);
   c.chat_template = o.chat_template;
@@ -63,6 +66,8 @@ int run_eval_ruler(const EvalRulerOptions& o) {
   c.samples = o.samples;
   MKV_CHECK(o.length > 0, "--length must be positive, got {}", o.length);
   MKV_CHECK(o.samples > 0, "--samples must be positive, got {}", o.samples);
+  MKV_CHECK(o.samples <= kMaxRulerSamples, "--samples {} is above the limit of {} per task (RULER uses 500)", o.samples,
+            kMaxRulerSamples);
   c.seed = o.seed;
   for (const auto& f : o.common.data) c.data_files.emplace_back(f);
   if (c.data_files.empty()) {
@@ -75,9 +80,7 @@ int run_eval_ruler(const EvalRulerOptions& o) {
   const auto summary = eval::run_ruler_eval(*m.transformer, *m.tokenizer, c, std::cerr);
   for (const auto& dir : summary.run_dirs) {
     if (std::filesystem::exists(dir / "summary.csv")) {
-      std::ifstream in(dir / "summary.csv");
-      std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-      fmt::print("{}\n{}", dir.string(), text);
+      fmt::print("{}\n{}", dir.string(), read_text_file(dir / "summary.csv"));
     }
   }
   if (summary.stopped_early)

@@ -1,4 +1,4 @@
-// momentkv fidelity: the paper's attention analysis on a real model (EVALUATION.md §1): per layer
+// momentkv fidelity: the paper's attention analysis on a real model (docs/METHODS.md §7): per layer
 // and head, evicted mass, cos(f_R, f_E), relative attention-output error without / with NC, and
 // KL / same-top-1 / ΔNLL at the model output. Writes DIR/fidelity.md, DIR/fidelity.json and SVG plots.
 #include <fmt/format.h>
@@ -9,9 +9,11 @@
 #include <sstream>
 
 #include "commands.h"
+#include "kv/press_registry.h"
 #include "core/error.h"
 #include "core/int_list.h"
 #include "core/progress.h"
+#include "core/text_file.h"
 #include "eval/fidelity.h"
 
 namespace mkv::cli {
@@ -34,7 +36,7 @@ int run_fidelity(const FidelityOptions& o) {
   MKV_CHECK(!o.output_dir.empty(), "-o DIR is required (fidelity.md, fidelity.json and plots are written there)");
   FidelityConfig config;
   config.presses = o.presses.empty()
-                       ? std::vector<std::string>{"streaming_llm", "h2o", "snapkv", "pyramidkv", "adakv", "momentkv"}
+                       ? compressing_presses()
                        : o.presses;
   config.budgets = parse_int_list(o.budgets, "--budgets", 1);
   config.prompt_tokens = o.prompt_tokens;
@@ -43,10 +45,8 @@ int run_fidelity(const FidelityOptions& o) {
 
   const std::string path = o.text_file.empty() ? find_shared_asset("text/tinystories_val.txt") : o.text_file;
   MKV_CHECK(!path.empty(), "no text given and ../shared/assets/text/tinystories_val.txt was not found; pass -f FILE");
-  std::ifstream in(path, std::ios::binary);
-  MKV_CHECK(in.good(), "cannot read text file '{}'", path);
   std::ostringstream text;
-  text << in.rdbuf();
+  text << read_text_file(path, "text file (-f)");
 
   LoadedModel m = load_model(o.model);
   const int length = o.prompt_tokens + o.continuation_tokens + 1;

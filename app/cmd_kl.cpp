@@ -3,11 +3,14 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
 #include "commands.h"
+#include "kv/press_registry.h"
 #include "core/error.h"
+#include "core/text_file.h"
 #include "core/int_list.h"
 #include "core/progress.h"
 #include "eval/compression_eval.h"
@@ -25,11 +28,7 @@ NcMode parse_nc(const std::string& text) {
 std::string read_text(const std::string& flag) {
   const std::string path = flag.empty() ? find_shared_asset("text/tinystories_val.txt") : flag;
   MKV_CHECK(!path.empty(), "no text given and ../shared/assets/text/tinystories_val.txt was not found; pass -f FILE");
-  std::ifstream in(path, std::ios::binary);
-  MKV_CHECK(in.good(), "cannot read text file '{}'", path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
+  return read_text_file(path, "text file (-f)");
 }
 
 void print_table(const std::vector<CompressionEvalRow>& rows, bool equal_bytes) {
@@ -46,9 +45,15 @@ void print_table(const std::vector<CompressionEvalRow>& rows, bool equal_bytes) 
 
 int run_kl(const KlOptions& o) {
   MKV_CHECK(o.windows > 0, "--windows must be positive, got {}", o.windows);
+  if (!o.json_output.empty()) {  // checked before the run, which may take long
+    const std::filesystem::path out(o.json_output);
+    MKV_CHECK(!std::filesystem::is_directory(out), "-o '{}' is a directory; give a JSON file name", o.json_output);
+    MKV_CHECK(out.parent_path().empty() || std::filesystem::is_directory(out.parent_path()),
+              "-o '{}': the folder '{}' does not exist", o.json_output, out.parent_path().string());
+  }
   CompressionEvalConfig config;
   config.presses = o.presses.empty()
-                       ? std::vector<std::string>{"streaming_llm", "h2o", "snapkv", "pyramidkv", "adakv", "momentkv"}
+                       ? compressing_presses()
                        : o.presses;
   config.budgets = parse_int_list(o.budgets, "--budgets", 1);
   config.nc = parse_nc(o.nc);

@@ -9,6 +9,7 @@
 
 #include "commands.h"
 #include "core/error.h"
+#include "core/text_file.h"
 #include "engine/session.h"
 
 namespace mkv::cli {
@@ -49,11 +50,7 @@ int run_logits(const LogitsOptions& o) {
   std::string text = o.tokens;
   std::string source = "--tokens";
   if (!o.tokens_file.empty()) {
-    std::ifstream in(o.tokens_file, std::ios::binary);
-    MKV_CHECK(in.good(), "cannot read token file '{}'", o.tokens_file);
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    text = ss.str();
+    text = read_text_file(o.tokens_file, "--tokens-file");
     source = o.tokens_file;
   }
   const std::vector<int32_t> ids = parse_ids(text, source);

@@ -18,11 +18,13 @@ int run_make_model(const MakeModelOptions& o) {
             "Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K)", o.type);
   spec.type = *type;
   spec.seed = o.seed;
-  fmt::print(stderr, "writing {} ({} {}, {:.2f} B parameters, seed {}) to {}\n", o.shape, spec.arch, o.type,
-             spec.parameter_count() / 1e9, o.seed, o.output);
+  MKV_CHECK(!std::filesystem::is_directory(o.output), "-o '{}' is a directory; give a file name", o.output);
   const auto start = std::chrono::steady_clock::now();
   write_random_model(spec, o.output);
-  fmt::print(stderr, "done: {:.2f} GiB in {:.1f} s\n", std::filesystem::file_size(o.output) / double(1 << 30),
+  // Reported once written, so that a failure leaves only its error line.
+  fmt::print(stderr, "wrote {} ({} {}, {:.2f} B parameters, seed {}) to {}: {:.2f} GiB in {:.1f} s\n", o.shape,
+             spec.arch, o.type, spec.parameter_count() / 1e9, o.seed, o.output,
+             std::filesystem::file_size(o.output) / double(1 << 30),
              std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   return 0;
 }

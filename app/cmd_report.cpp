@@ -49,8 +49,22 @@ void write_file(const fs::path& path, const std::string& text) {
 
 int run_report(const ReportOptions& o) {
   MKV_CHECK(!o.folders.empty(), "report: give at least one result folder");
+  std::vector<fs::path> found;
+  for (const auto& f : o.folders) collect(f, found);
+  // Unfinished runs (run.json, no scores yet) are reported as such and left out; the finished
+  // runs beside them are still reported.
   std::vector<fs::path> folders;
-  for (const auto& f : o.folders) collect(f, folders);
+  for (const auto& folder : found) {
+    if (!eval::report::is_unfinished_run(folder)) {
+      folders.push_back(folder);
+      continue;
+    }
+    eval::report::read_run_json(folder);  // a malformed run.json is an error, not an unfinished run
+    fmt::print(stderr, "warning: report: skipping {}: an unfinished run (run.json but no summary.csv or result.json yet)\n",
+               escape_for_message(folder.string()));
+  }
+  MKV_CHECK(!folders.empty(), "report: no finished runs in {} (only unfinished ones, skipped above)",
+            fmt::join(o.folders, ", "));
   const auto records = eval::report::merge_result_folders(folders);
   MKV_CHECK(!records.empty(), "report: the folders hold no scores");
   const std::string table = eval::report::markdown_table(records);

@@ -6,19 +6,14 @@
 
 #include "commands.h"
 #include "core/error.h"
+#include "core/text_file.h"
 
 namespace mkv::cli {
 
 int run_tokenize(const TokenizeOptions& o) {
   MKV_CHECK(o.prompt.empty() || o.prompt_file.empty(), "give either -p or -f, not both");
   std::string text = o.prompt;
-  if (!o.prompt_file.empty()) {
-    std::ifstream in(o.prompt_file, std::ios::binary);
-    MKV_CHECK(in.good(), "cannot read '{}'", o.prompt_file);
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    text = ss.str();
-  }
+  if (!o.prompt_file.empty()) text = read_text_file(o.prompt_file, "text file (-f)");
   // Only the vocabulary is needed: vocab-only GGUFs work too.
   const GgufFile file = GgufFile::open(resolve_model_path(o.model_path));
   const std::unique_ptr<Tokenizer> tokenizer = Tokenizer::create(Vocab::from_gguf(file));

@@ -9,6 +9,7 @@
 
 #include "gguf/gguf_file.h"
 #include "kv/kv_cache.h"
+#include "kv/press_config.h"
 #include "model/tokenizer.h"
 #include "model/transformer.h"
 
@@ -49,9 +50,7 @@ struct GenerateOptions {
   float min_p = 0.05f;         // --min-p
   int64_t seed = -1;           // -s; -1 = random
   bool ignore_eos = false;     // --ignore-eos
-  std::string press = "full";  // --press SPEC
-  int kv_budget = 0;           // --kv-budget L (tokens per KV head, window included)
-  double compression_ratio = 0;  // --compression-ratio r (fraction removed, kvpress)
+  PressConfig press;           // --press SPEC with --kv-budget L | --compression-ratio r (default: full)
   bool compress_each_chunk = false;  // --compress-chunks: compress after every -ub chunk
   bool conversation = false;   // -cnv: chat with the model's template (turns from -p, else stdin lines)
   std::string system_prompt;   // -sys
@@ -96,7 +95,7 @@ namespace mkv::cli {
 struct KlOptions {
   ModelOptions model;
   std::string text_file;              // -f; default: shared tinystories_val.txt
-  std::vector<std::string> presses;   // --press (repeatable)
+  std::vector<PressConfig> presses;   // --press (repeatable; no budget); default: every press
   std::string budgets = "16,32,64,128";
   std::string nc = "both";            // --nc both|on|off
   bool equal_bytes = false;           // --equal-bytes
@@ -132,7 +131,7 @@ namespace mkv::cli {
 struct FidelityOptions {
   ModelOptions model;
   std::string text_file;              // -f; default: shared tinystories_val.txt
-  std::vector<std::string> presses;   // --press (repeatable; default: every press)
+  std::vector<PressConfig> presses;   // --press (repeatable; no budget, no nc); default: every press
   std::string budgets = "16,32,64,128";
   int prompt_tokens = 448;            // --prompt-tokens (BOS included)
   int continuation_tokens = 64;       // --continuation-tokens
@@ -154,8 +153,7 @@ struct BenchOptions {
   int repetitions = 5;               // -r
   std::string threads = "2";         // -t: comma-separated thread counts
   std::string output = "md";         // -o md|json|csv
-  std::vector<std::string> presses;  // --press SPEC, repeatable: tg at depth > 0 also with this press
-  int kv_budget = 0;                 // --kv-budget L for the presses
+  std::vector<PressConfig> presses;  // --press SPEC (repeatable) with --kv-budget L: tg at depth > 0 also with it
   int ubatch = 512;                  // -ub
   std::string cache_type = "f32";    // -ctk/-ctv
   std::string precision = "exact";   // --precision exact|fast (--fast)
@@ -167,7 +165,7 @@ struct BenchOptions {
   bool no_probe = false;             // --no-probe: skip the bandwidth and FMA-peak probes
   bool progress = false;             // --progress: stderr lines per test, depth prefill, repetition
 };
-int run_bench(const BenchOptions& options);
+int run_bench_command(const BenchOptions& options);
 
 }  // namespace mkv::cli
 
@@ -177,7 +175,7 @@ namespace mkv::cli {
 struct EvalCommonOptions {
   ModelOptions model;
   std::vector<std::string> data;      // --data FILE/DIR (repeatable for RULER)
-  std::vector<std::string> presses;   // --press SPEC (repeatable; default: full)
+  std::vector<PressConfig> presses;   // --press SPEC (repeatable; no budget); default: full
   std::string budgets = "128,256,512,1024";  // --budgets
   std::string protocol = "snapkv";    // --protocol snapkv|kvpress
   std::string chat_template = "auto"; // --chat-template auto|none|llama3|chatml|qwen3

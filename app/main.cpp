@@ -5,11 +5,13 @@
 #include <algorithm>
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "commands.h"
 #include "core/error.h"
+#include "core/message_text.h"
 #include "kv/press_registry.h"
 
 namespace {
@@ -62,6 +64,42 @@ void add_precision_flags(CLI::App& cmd, std::string& precision, const char* defa
   cmd.add_flag_callback("--fast", [&precision] { precision = "fast"; }, "same as --precision fast");
 }
 
+// The press flags of one command as typed; turned into PressConfigs (validated) right after the
+// command line is parsed, the only place specs and budget flags are read.
+struct PressFlags {
+  std::vector<std::string> specs;  // --press, in order
+  int64_t kv_budget = 0;           // --kv-budget (when given)
+  double compression_ratio = 0;    // --compression-ratio (when given)
+  CLI::Option* kv_budget_flag = nullptr;
+  CLI::Option* ratio_flag = nullptr;
+
+  std::optional<mkv::Budget> budget() const {
+    auto given = [](const CLI::Option* flag) { return flag != nullptr && flag->count() > 0; };
+    return mkv::PressConfig::budget_from_flags(given(kv_budget_flag) ? std::optional(kv_budget) : std::nullopt,
+                                               given(ratio_flag) ? std::optional(compression_ratio) : std::nullopt);
+  }
+  // Presses that carry the budget flags and must be buildable (generate, bench).
+  std::vector<mkv::PressConfig> with_budget() const {
+    const std::optional<mkv::Budget> b = budget();
+    std::vector<mkv::PressConfig> out;
+    for (const std::string& spec : specs) {
+      out.push_back(mkv::PressConfig::parse(spec, b));
+      out.back().require_budget();
+    }
+    MKV_CHECK(!b || !specs.empty(), "--kv-budget / --compression-ratio need a --press");
+    return out;
+  }
+  // Presses whose budgets come from a --budgets list (kl, fidelity, eval): none in the spec.
+  std::vector<mkv::PressConfig> without_budget() const {
+    std::vector<mkv::PressConfig> out;
+    for (const std::string& spec : specs) {
+      out.push_back(mkv::PressConfig::parse(spec));
+      MKV_CHECK(!out.back().budget(), "--press '{}': give budgets with --budgets, not in the spec", spec);
+    }
+    return out;
+  }
+};
+
 void add_model_flags(CLI::App& cmd, ModelOptions& m) {
   cmd.add_option("-m,--model", m.model_path, "GGUF model file (default: $MOMENTKV_MODEL or ../shared/assets/stories260K.gguf)");
   cmd.add_option("-t,--threads", m.threads, "threads (0 = one per core)");
@@ -90,10 +128,10 @@ int main(int argc, char** argv) {
   generate->add_option("--min-p", gen.min_p, "min-p sampling (0 = off)")->capture_default_str();
   generate->add_option("-s,--seed", gen.seed, "RNG seed (-1 = random)")->capture_default_str();
   generate->add_flag("--ignore-eos", gen.ignore_eos, "keep generating past end-of-generation tokens");
-  generate->add_option("--press", gen.press, "KV compression press spec, e.g. snapkv:window=32 (see `momentkv presses`)")
-      ->capture_default_str();
-  generate->add_option("--kv-budget", gen.kv_budget, "tokens kept per KV head, window included");
-  generate->add_option("--compression-ratio", gen.compression_ratio, "fraction of the prompt's tokens removed (kvpress)");
+  PressFlags gen_press;
+  generate->add_option("--press", gen_press.specs, "KV compression press spec, e.g. snapkv:window=32 (see `momentkv presses`; default full)");
+  gen_press.kv_budget_flag = generate->add_option("--kv-budget", gen_press.kv_budget, "tokens kept per KV head, window included");
+  gen_press.ratio_flag = generate->add_option("--compression-ratio", gen_press.compression_ratio, "fraction of the prompt's tokens removed (kvpress)");
   generate->add_flag("--compress-chunks", gen.compress_each_chunk, "compress after every prefill chunk (bounded memory)");
   generate->add_flag("--conversation", gen.conversation, "chat with the model's template: -p is one user turn, else one turn per stdin line (-cnv)");
   generate->add_option("--system-prompt", gen.system_prompt, "system message in conversation mode (-sys)");
@@ -119,7 +157,8 @@ int main(int argc, char** argv) {
   auto* kl_cmd = app.add_subcommand("kl", "KL / same-top-1 / ΔNLL of presses against the full cache (teacher-forced text)");
   add_model_flags(*kl_cmd, kl.model);
   kl_cmd->add_option("-f,--file", kl.text_file, "text file (default: ../shared/assets/text/tinystories_val.txt)");
-  kl_cmd->add_option("--press", kl.presses, "press spec, repeatable (default: every press)");
+  PressFlags kl_press;
+  kl_cmd->add_option("--press", kl_press.specs, "press spec without budget, repeatable (default: every press)");
   kl_cmd->add_option("--budgets", kl.budgets, "comma-separated budgets L (tokens per KV head)")->capture_default_str();
   kl_cmd->add_option("--nc", kl.nc, "normalisation correction: both | on | off")->capture_default_str();
   kl_cmd->add_flag("--equal-bytes", kl.equal_bytes, "count moment statistics against the budget (token-equivalents)");
@@ -152,7 +191,8 @@ int main(int argc, char** argv) {
   auto* fidelity_cmd = app.add_subcommand("fidelity", "attention fidelity per layer/head: evicted mass, cos(f_R, f_E), error with/without NC, KL");
   add_model_flags(*fidelity_cmd, fid.model);
   fidelity_cmd->add_option("-f,--file", fid.text_file, "text file (default: ../shared/assets/text/tinystories_val.txt)");
-  fidelity_cmd->add_option("--press", fid.presses, "press spec without budget/nc, repeatable (default: every press)");
+  PressFlags fid_press;
+  fidelity_cmd->add_option("--press", fid_press.specs, "press spec without budget/nc, repeatable (default: every press)");
   fidelity_cmd->add_option("--budgets", fid.budgets, "comma-separated budgets L (tokens per KV head)")->capture_default_str();
   fidelity_cmd->add_option("--prompt-tokens", fid.prompt_tokens, "compressed prompt length, BOS included")->capture_default_str();
   fidelity_cmd->add_option("--continuation-tokens", fid.continuation_tokens, "continuation queries analysed")->capture_default_str();
@@ -169,8 +209,9 @@ int main(int argc, char** argv) {
   bench->add_option("-r,--repetitions", bo.repetitions, "repetitions per test")->capture_default_str();
   bench->add_option("-t,--threads", bo.threads, "thread counts, comma-separated")->capture_default_str();
   bench->add_option("-o,--output", bo.output, "output format: md | json | csv")->capture_default_str();
-  bench->add_option("--press", bo.presses, "press spec, repeatable: tg tests at depth > 0 are repeated with it (compressing after the depth prefill)");
-  bench->add_option("--kv-budget", bo.kv_budget, "budget L (tokens per KV head) for the presses")->capture_default_str();
+  PressFlags bench_press;
+  bench->add_option("--press", bench_press.specs, "press spec, repeatable: tg tests at depth > 0 are repeated with it (compressing after the depth prefill)");
+  bench_press.kv_budget_flag = bench->add_option("--kv-budget", bench_press.kv_budget, "budget L (tokens per KV head) for the presses");
   bench->add_option("--ubatch-size", bo.ubatch, "prefill chunk size in tokens (-ub)")->capture_default_str();
   add_cache_type_flag(*bench, bo.cache_type);
   add_precision_flags(*bench, bo.precision, "exact");
@@ -184,9 +225,9 @@ int main(int argc, char** argv) {
   bench->add_flag("--no-probe", bo.no_probe, "skip the read-bandwidth and FMA-peak probes");
   bench->add_flag("--progress", bo.progress, "print each test, depth prefill and repetition as it starts (stderr)");
 
-  auto add_eval_flags = [](CLI::App& cmd, EvalCommonOptions& e) {
+  auto add_eval_flags = [](CLI::App& cmd, EvalCommonOptions& e, PressFlags& press) {
     add_model_flags(cmd, e.model);
-    cmd.add_option("--press", e.presses, "press spec without budget, repeatable (default: full)");
+    cmd.add_option("--press", press.specs, "press spec without budget, repeatable (default: full)");
     cmd.add_option("--budgets", e.budgets, "comma-separated budgets L (tokens per KV head)")->capture_default_str();
     cmd.add_option("--protocol", e.protocol, "snapkv (question compressed with the context) | kvpress (question appended after compression)")->capture_default_str();
     cmd.add_option("--chat-template", e.chat_template, "auto | none | llama3 | chatml | qwen3")->capture_default_str();
@@ -198,8 +239,9 @@ int main(int argc, char** argv) {
   auto* eval_cmd = app.add_subcommand("eval", "benchmarks with presses: eval ruler | eval longbench");
   eval_cmd->require_subcommand(1);
   EvalRulerOptions er;
+  PressFlags ruler_press, longbench_press;
   auto* eval_ruler = eval_cmd->add_subcommand("ruler", "RULER: generated (seeded) or existing jsonl samples, greedy, RULER layout");
-  add_eval_flags(*eval_ruler, er.common);
+  add_eval_flags(*eval_ruler, er.common, ruler_press);
   eval_ruler->add_option("--data", er.common.data, "existing RULER jsonl file(s) instead of generating");
   eval_ruler->add_option("--tasks", er.tasks, "comma-separated RULER tasks to generate")->capture_default_str();
   eval_ruler->add_option("--length", er.length, "target length: prompt + generation tokens")->capture_default_str();
@@ -208,7 +250,7 @@ int main(int argc, char** argv) {
   eval_ruler->add_option("--essay", er.essay, "essay haystack: .txt file or folder (default: ../shared/assets/text/frankenstein.txt)");
   EvalLongBenchOptions elb;
   auto* eval_longbench = eval_cmd->add_subcommand("longbench", "LongBench v1 jsonl with the user's dataset2prompt/dataset2maxlen");
-  add_eval_flags(*eval_longbench, elb.common);
+  add_eval_flags(*eval_longbench, elb.common, longbench_press);
   eval_longbench->add_option("--data", elb.common.data, "folder of {dataset}.jsonl files, or one .jsonl file")->required();
   eval_longbench->add_option("--dataset2prompt", elb.dataset2prompt, "LongBench config/dataset2prompt.json")->required();
   eval_longbench->add_option("--dataset2maxlen", elb.dataset2maxlen, "LongBench config/dataset2maxlen.json")->required();
@@ -237,6 +279,16 @@ int main(int argc, char** argv) {
   }
 
   try {
+    if (generate->parsed()) {
+      const std::vector<mkv::PressConfig> presses = gen_press.with_budget();
+      MKV_CHECK(presses.size() <= 1, "give one --press for generate, got {}", presses.size());
+      if (!presses.empty()) gen.press = presses.front();
+    }
+    kl.presses = kl_press.without_budget();
+    fid.presses = fid_press.without_budget();
+    bo.presses = bench_press.with_budget();
+    er.common.presses = ruler_press.without_budget();
+    elb.common.presses = longbench_press.without_budget();
     if (generate->parsed()) return run_generate(gen);
     if (logits->parsed()) return run_logits(lg);
     if (make_model->parsed()) return run_make_model(mm);
@@ -251,12 +303,12 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (import_llama2c->parsed()) return run_import_llama2c(il);
-    if (bench->parsed()) return run_bench(bo);
+    if (bench->parsed()) return run_bench_command(bo);
   } catch (const mkv::MkvError& e) {
     fmt::print(stderr, "error: {}\n", e.what());
     return 1;
   } catch (const std::exception& e) {
-    fmt::print(stderr, "error: {}\n", e.what());
+    fmt::print(stderr, "error: {}\n", mkv::escape_for_message(e.what()));  // one line, whatever the library says
     return 1;
   }
   return 0;

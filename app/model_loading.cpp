@@ -1,3 +1,5 @@
+#include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <unistd.h>
@@ -9,6 +11,10 @@
 
 namespace mkv::cli {
 namespace {
+
+constexpr int kDefaultUbatch = 512;   // -ub's default (commands.h)
+constexpr int kMaxUbatch = 1 << 16;   // 65536 tokens per prefill chunk: far above any useful chunk, and the
+                                      // per-chunk buffers (activations, FFN) grow linearly with it
 
 std::filesystem::path executable_dir() {
   std::error_code ec;
@@ -44,7 +50,12 @@ std::string find_shared_asset(const std::string& relative) {
 
 LoadedModel load_model(const ModelOptions& options) {
   MKV_CHECK(options.threads >= 0, "-t must be >= 0, got {}", options.threads);
+  MKV_CHECK(options.threads <= max_thread_count(),
+            "-t {} is above the limit of {} threads (4 x the {} hardware threads, at least 64)", options.threads,
+            max_thread_count(), hardware_thread_count());
   MKV_CHECK(options.ubatch > 0, "-ub must be positive, got {}", options.ubatch);
+  MKV_CHECK(options.ubatch <= kMaxUbatch, "-ub {} is above the limit of {} tokens per prefill chunk", options.ubatch,
+            kMaxUbatch);
   MKV_CHECK(options.ctx >= 0, "-c must be >= 0, got {}", options.ctx);
   MKV_CHECK(options.cache_type == "f32" || options.cache_type == "f16",
             "unsupported cache type '{}' (supported: f32, f16)", options.cache_type);
@@ -55,6 +66,12 @@ LoadedModel load_model(const ModelOptions& options) {
   LoadedModel loaded;
   const auto load = options.no_mmap ? GgufFile::Load::Read : GgufFile::Load::Mmap;
   loaded.file = std::make_unique<GgufFile>(GgufFile::open(resolve_model_path(options.model_path), load));
+  // A prefill chunk never holds more tokens than the context: -ub above both the context and the
+  // default chunk (512, kept valid for small-context models) only allocates buffers it cannot use.
+  const int64_t n_ctx = options.ctx > 0 ? options.ctx : ModelConfig::from_gguf(*loaded.file).context_length;
+  MKV_CHECK(options.ubatch <= std::max<int64_t>(n_ctx, kDefaultUbatch),
+            "-ub {} is larger than the context size {} ({}); -ub must be at most the context size", options.ubatch,
+            n_ctx, options.ctx > 0 ? "-c" : "the model's context_length");
   loaded.transformer = std::make_unique<Transformer>(*loaded.file, options.ubatch);
   loaded.tokenizer = Tokenizer::create(Vocab::from_gguf(*loaded.file));
   loaded.kv_storage = options.cache_type == "f16" ? KvStorage::F16 : KvStorage::F32;

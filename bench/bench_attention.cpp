@@ -13,7 +13,7 @@
 #include "bench_support.h"
 #include "kv/attention.h"
 #include "kv/kv_cache.h"
-#include "kv/press_registry.h"
+#include "kv/press_config.h"
 
 namespace {
 
@@ -89,7 +89,7 @@ BENCHMARK(BM_PrefillAttention)->Arg(0)->Arg(3584)->UseRealTime()->Unit(benchmark
 // last 512 queries; the cache is rebuilt outside the timed region for every iteration.
 void BM_CompressPass(benchmark::State& state, const char* spec) {
   constexpr int kDepth = 4096, kObserved = 512;
-  auto press = mkv::make_press(spec, mkv::Budget{1024, 0.0});
+  auto press = mkv::PressConfig::parse(spec, mkv::Budget{1024, 0.0}).make();
   const mkv::PressGeometry geo{1, kHeads, kKvHeads, kDim, kDim, 0.125f};
   const auto q = gaussian(static_cast<std::size_t>(kObserved) * kHeads * kDim, 9);
   std::vector<int32_t> pos(kObserved);
@@ -114,7 +114,7 @@ BENCHMARK_CAPTURE(BM_CompressPass, momentkv, "momentkv")->UseRealTime()->Unit(be
 // the timed region.
 void BM_DecodeCompressPass(benchmark::State& state, const char* spec) {
   constexpr int kDepth = 4096, kDecoded = 64, kWindow = 32;
-  auto press = mkv::make_press(spec, mkv::Budget{1024, 0.0});
+  auto press = mkv::PressConfig::parse(spec, mkv::Budget{1024, 0.0}).make();
   const mkv::PressGeometry geo{1, kHeads, kKvHeads, kDim, kDim, 0.125f};
   const std::size_t q_row = static_cast<std::size_t>(kHeads) * kDim;  // one token's queries
   const auto q = gaussian((kDepth + kDecoded) * q_row, 9);

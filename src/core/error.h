@@ -10,13 +10,18 @@
 #include <stdexcept>
 #include <string>
 
+#include "core/message_text.h"
+
 namespace mkv {
 
 // The one exception type for bad input and failed invariants. what() is a complete sentence
-// fragment ready to print after "error: ".
+// fragment ready to print after "error: ", always on one line: control bytes (a NUL or newline
+// from a file or GGUF string), DEL and invalid UTF-8 in the message are shown as \xNN, so that
+// what() is never cut at a NUL and the CLI prints exactly one line.
 class MkvError : public std::runtime_error {
  public:
-  explicit MkvError(const std::string& message) : std::runtime_error(message) {}
+  explicit MkvError(const std::string& message)
+      : std::runtime_error(is_message_safe(message) ? message : escape_for_message(message)) {}
 };
 
 template <typename... Args>

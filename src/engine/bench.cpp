@@ -14,7 +14,7 @@
 #include "core/error.h"
 #include "core/median.h"
 #include "engine/session.h"
-#include "kv/press_registry.h"
+#include "engine/generation.h"
 
 namespace mkv {
 namespace {
@@ -98,12 +98,7 @@ BenchResult run_bench(Transformer& model, const ModelFootprint& footprint, const
     return t;
   };
 
-  std::unique_ptr<Press> press;
-  if (!config.press.empty()) {
-    Budget budget;
-    budget.tokens = config.kv_budget;
-    press = make_press(config.press, budget);
-  }
+  const std::unique_ptr<Press> press = config.press.is_full() ? nullptr : config.press.make();
   const bool nc_ab = config.nc_ab && press && press->nc() && test.n_gen > 0;
   const bool depth0_ab = config.depth0_ab && test.depth > 0 && test.n_gen > 0;
   const int per_pass = test.n_prompt + test.n_gen;
@@ -113,8 +108,17 @@ BenchResult run_bench(Transformer& model, const ModelFootprint& footprint, const
   so.ubatch = std::min(config.ubatch, model.max_batch());
   so.kv_storage = config.kv_storage;
   so.press = press.get();
-  // Room for the depth, the warm-up and every repetition when the depth is prefilled once.
-  so.n_ctx = test.depth + warmup + per_rep * (config.fresh_depth ? 1 : config.repetitions) + 1;
+  // Room for the depth and every repetition when the depth is prefilled once (the warm-up runs on
+  // its own before the depth and is shorter than one pass); the depth is prefilled again before
+  // every repetition when that would pass the model's context.
+  const int64_t context = model.config().context_length;
+  const int64_t one_repetition = int64_t{test.depth} + per_rep + 1;
+  MKV_CHECK(one_repetition <= context,
+            "bench {}: needs {} positions (depth {} + {} timed), more than the model's context of {}; lower -p / -n / -d",
+            test.name(), one_repetition, test.depth, per_rep, context);
+  const bool fresh_depth =
+      config.fresh_depth || one_repetition + int64_t{per_rep} * (config.repetitions - 1) > context;
+  so.n_ctx = static_cast<int>(one_repetition + int64_t{per_rep} * (fresh_depth ? 0 : config.repetitions - 1));
   Session session(model, so);
   std::unique_ptr<Session> shallow;  // depth0_ab: full cache, reset to depth 0 before each pass
   if (depth0_ab) {
@@ -151,13 +155,18 @@ BenchResult run_bench(Transformer& model, const ModelFootprint& footprint, const
       kv = 0.5 * (kv0 + kv_read_bytes(s.cache()));
       af = 0.5 * (af0 + attention_flops(s.cache(), c));
     } else {
-      int32_t next = token(rng);
-      for (int i = 0; i < test.n_gen; ++i) {
-        s.decode(next);
+      // The generation loop with random tokens (a sampled token would be random too; sampling
+      // and detokenisation are not timed): tgN decodes N tokens.
+      GenerationParams params;
+      params.max_new_tokens = test.n_gen;
+      params.feed_last_token = true;
+      GenerationCallbacks callbacks;
+      callbacks.pick = [&](std::span<const float>) { return token(rng); };
+      callbacks.on_decode = [&] {
         kv += kv_read_bytes(s.cache());
         af += attention_flops(s.cache(), c);
-        next = token(rng);  // the sampled token would be random too; sampling is not timed
-      }
+      };
+      continue_generation(s, nullptr, {}, params, callbacks);
       kv /= test.n_gen;
       af /= test.n_gen;
     }
@@ -186,7 +195,7 @@ BenchResult run_bench(Transformer& model, const ModelFootprint& footprint, const
   auto session_of = [&](Pass pass) -> Session& { return pass == kDepth0 ? *shallow : session; };
   double kv_sum[kPasses] = {}, af_sum[kPasses] = {};  // per pass kind, over its repetitions
   for (int rep = 0; rep < config.repetitions; ++rep) {
-    if (rep == 0 || config.fresh_depth) prefill_depth();
+    if (rep == 0 || fresh_depth) prefill_depth();
     progress(fmt::format("repetition {}/{}", rep + 1, config.repetitions));
     if (config.around_repetition) config.around_repetition();
     for (std::size_t i = 0; i < passes.size(); ++i) {

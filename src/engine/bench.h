@@ -13,6 +13,7 @@
 
 #include "gguf/gguf_file.h"
 #include "kv/kv_cache.h"
+#include "kv/press_config.h"
 #include "model/transformer.h"
 
 namespace mkv {
@@ -38,8 +39,7 @@ struct BenchConfig {
   int repetitions = 5;
   int ubatch = 512;
   KvStorage kv_storage = KvStorage::F32;
-  std::string press;        // press spec; empty = full cache
-  int32_t kv_budget = 0;    // --kv-budget L for the press (0 = the spec's own)
+  PressConfig press;        // the press and its budget ("full": no press)
   bool fresh_depth = false; // re-prefill the depth before every repetition (llama-bench); else once
   bool nc_ab = false;       // tg tests with an NC press: each repetition also times NC off on the
                             // same cache (companion "NC off (same cache)")

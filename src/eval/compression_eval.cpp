@@ -5,44 +5,38 @@
 
 #include "core/error.h"
 #include "engine/session.h"
-#include "kv/press_registry.h"
 
 namespace mkv {
 namespace {
 
-// One press configuration to run: spec with NC fixed, nominal budget, retained-token budget.
+// One press configuration to run: NC fixed, the retained-token budget set.
 struct Setting {
   std::string label;  // the press as the user gave it
-  std::string spec;
+  PressConfig press;
   bool nc;
   int32_t budget;
   int32_t token_budget;
 };
-
-std::string with_param(const std::string& spec, const std::string& param) {
-  return spec + (spec.find(':') == std::string::npos ? ":" : ",") + param;
-}
 
 std::vector<Setting> expand_settings(const CompressionEvalConfig& config, const PressGeometry& geometry) {
   std::vector<Setting> settings;
   std::vector<bool> nc_values;
   if (config.nc != NcMode::Off) nc_values.push_back(true);
   if (config.nc != NcMode::On) nc_values.push_back(false);
-  for (const std::string& press : config.presses) {
-    MKV_CHECK(press.find("budget=") == std::string::npos && press.find("ratio=") == std::string::npos,
-              "press '{}': give budgets with --budgets, not in the spec", press);
-    const bool fixed_nc = press.find("nc=") != std::string::npos;
+  for (const PressConfig& press : config.presses) {
+    MKV_CHECK(!press.budget(), "press '{}': give budgets with --budgets, not in the spec", press.as_given());
+    const bool fixed_nc = press.given("nc");
     for (bool nc : nc_values) {
       if (fixed_nc && nc != nc_values.front()) continue;  // the spec decides; run it once
-      const std::string spec = fixed_nc ? press : with_param(press, nc ? "nc=1" : "nc=0");
+      const PressConfig with_nc = fixed_nc ? press : press.with_param("nc", nc ? "1" : "0");
       for (int32_t budget : config.budgets) {
         int32_t token_budget = budget;
         if (config.equal_bytes) {
-          const double stats = make_press(spec, Budget{budget, 0.0})->moment_token_equivalents(geometry);
+          const double stats = with_nc.with_budget(Budget{budget, 0.0}).make()->moment_token_equivalents(geometry);
           token_budget = budget - static_cast<int32_t>(std::ceil(stats));
           if (token_budget < 1) continue;  // the statistics alone exceed the budget
         }
-        settings.push_back({press, spec, nc, budget, token_budget});
+        settings.push_back({press.as_given(), with_nc.with_budget(Budget{token_budget, 0.0}), nc, budget, token_budget});
       }
     }
   }
@@ -76,7 +70,7 @@ std::vector<CompressionEvalRow> run_compression_eval(Transformer& model,
 
   std::vector<CompressionEvalRow> rows(settings.size());
   for (std::size_t i = 0; i < settings.size(); ++i) {
-    auto press = make_press(settings[i].spec, Budget{settings[i].token_budget, 0.0});
+    auto press = settings[i].press.make();
     rows[i].press = press->spec();
     rows[i].name = settings[i].label;
     rows[i].nc = settings[i].nc;
@@ -98,7 +92,7 @@ std::vector<CompressionEvalRow> run_compression_eval(Transformer& model,
     if (on_progress) on_progress(++done, total);
 
     for (std::size_t i = 0; i < settings.size(); ++i) {
-      auto press = make_press(settings[i].spec, Budget{settings[i].token_budget, 0.0});
+      auto press = settings[i].press.make();
       SessionOptions options;
       options.press = press.get();
       Session session(model, options);

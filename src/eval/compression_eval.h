@@ -1,4 +1,4 @@
-// Teacher-forced comparison of presses against the full cache (METHODS.md §7's protocol): each
+// Teacher-forced comparison of presses against the full cache (docs/METHODS.md §7's protocol): each
 // text window's prompt is prefilled and compressed once, then its continuation is fed in one
 // batch and every continuation position's next-token distribution is compared with the full
 // cache's (KL, same top-1, ΔNLL). Runs every press × budget × NC setting in one pass.
@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "eval/divergence.h"
+#include "kv/press_config.h"
 #include "model/transformer.h"
 
 namespace mkv {
@@ -17,7 +18,7 @@ namespace mkv {
 enum class NcMode { Both, On, Off };
 
 struct CompressionEvalConfig {
-  std::vector<std::string> presses;  // press specs without budget (e.g. "snapkv", "momentkv:rounds=2")
+  std::vector<PressConfig> presses;  // presses without budget (e.g. "snapkv", "momentkv:rounds=2")
   std::vector<int32_t> budgets;      // L, tokens per KV head
   NcMode nc = NcMode::Both;          // NC setting(s) to run each press with
   bool equal_bytes = false;          // budgets count moment statistics as token-equivalents

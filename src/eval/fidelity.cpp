@@ -13,14 +13,9 @@
 #include "eval/report/svg_plot.h"
 #include "kv/moment_groups.h"
 #include "kv/nc.h"
-#include "kv/press_registry.h"
 
 namespace mkv {
 namespace {
-
-std::string with_param(const std::string& spec, const std::string& param) {
-  return spec + (spec.find(':') == std::string::npos ? ":" : ",") + param;
-}
 
 // Captures the post-RoPE queries of positions ≥ first (per layer, (C, n_heads, d_k)).
 class QueryCapture : public ForwardObserver {
@@ -56,6 +51,105 @@ double mean_of(const std::vector<double>& v) {
   return s / v.size();
 }
 
+// One query's exact attention split into the retained and the evicted rows: each part's
+// normalised output f_R / f_E (d_v) and log-partition, the retained share w_R of the full
+// softmax, and the full output o = w_R f_R + (1 − w_R) f_E.
+struct SplitAttention {
+  std::vector<double> retained, evicted, full;  // (d_v) f_R, f_E, o
+  double retained_lse = 0.0;
+  double retained_weight = 1.0;                 // w_R
+  bool has_evicted = false;
+
+  // q (d_k); k (n, d_k) and v (n, d_v) the head's full rows; kept (n) which rows the press kept.
+  void compute(const float* q, const float* k, const float* v, const std::vector<char>& kept, int n_visible,
+               int dk, int dv, float tau, std::vector<double>& logits) {
+    retained.assign(dv, 0.0);
+    evicted.assign(dv, 0.0);
+    full.assign(dv, 0.0);
+    double top_retained = -INFINITY, top_evicted = -INFINITY;
+    for (int i = 0; i < n_visible; ++i) {
+      double d = 0;
+      for (int a = 0; a < dk; ++a) d += double(q[a]) * k[static_cast<std::size_t>(i) * dk + a];
+      logits[i] = tau * d;
+      if (kept[i]) top_retained = std::max(top_retained, logits[i]);
+      else top_evicted = std::max(top_evicted, logits[i]);
+    }
+    double z_retained = 0, z_evicted = 0;  // partition functions relative to each part's top logit
+    for (int i = 0; i < n_visible; ++i) {
+      const float* vi = v + static_cast<std::size_t>(i) * dv;
+      if (kept[i]) {
+        const double w = std::exp(logits[i] - top_retained);
+        z_retained += w;
+        for (int b = 0; b < dv; ++b) retained[b] += w * vi[b];
+      } else {
+        const double w = std::exp(logits[i] - top_evicted);
+        z_evicted += w;
+        for (int b = 0; b < dv; ++b) evicted[b] += w * vi[b];
+      }
+    }
+    for (int b = 0; b < dv; ++b) retained[b] /= z_retained;
+    retained_lse = top_retained + std::log(z_retained);
+    retained_weight = 1.0;
+    has_evicted = z_evicted > 0;
+    if (has_evicted) {
+      for (int b = 0; b < dv; ++b) evicted[b] /= z_evicted;
+      const double evicted_lse = top_evicted + std::log(z_evicted);
+      const double top = std::max(retained_lse, evicted_lse);
+      retained_weight = std::exp(retained_lse - top) / (std::exp(retained_lse - top) + std::exp(evicted_lse - top));
+    }
+    for (int b = 0; b < dv; ++b)
+      full[b] = has_evicted ? retained_weight * retained[b] + (1 - retained_weight) * evicted[b] : retained[b];
+  }
+};
+
+// The paper's single moment summary of the evicted prompt rows (kept[i] == 0, i < P), for presses
+// that track no moments of their own; null when nothing was evicted.
+std::unique_ptr<MomentGroups> summary_of_evicted(const float* k, const float* v, const std::vector<char>& kept, int P,
+                                                 int dk, int dv) {
+  std::vector<float> evicted_keys, evicted_values;  // (n_e, d_k), (n_e, d_v)
+  int64_t n_evicted = 0;
+  for (int i = 0; i < P; ++i)
+    if (!kept[i]) {
+      evicted_keys.insert(evicted_keys.end(), k + static_cast<std::size_t>(i) * dk, k + static_cast<std::size_t>(i + 1) * dk);
+      evicted_values.insert(evicted_values.end(), v + static_cast<std::size_t>(i) * dv, v + static_cast<std::size_t>(i + 1) * dv);
+      ++n_evicted;
+    }
+  if (n_evicted == 0) return nullptr;
+  MomentConfig config;
+  config.track = true;
+  auto summary = std::make_unique<MomentGroups>(dk, dv, config);
+  summary->merge_rows(evicted_keys.data(), evicted_values.data(), n_evicted);
+  return summary;
+}
+
+// Adds one query's figures to a head: evicted mass, relative error of the retained-only output
+// and of the NC output against the full one, and cos(f_R, f_E).
+void add_query(HeadFidelity& out, const SplitAttention& split, const MomentGroups* moments, const float* q, float tau) {
+  const std::size_t dv = split.full.size();
+  const double full_norm = std::max(norm(split.full), 1e-30);
+  std::vector<float> corrected(dv);  // (d_v) the NC output
+  double error_plain = 0, error_nc = 0;
+  for (std::size_t b = 0; b < dv; ++b) {
+    error_plain += (split.retained[b] - split.full[b]) * (split.retained[b] - split.full[b]);
+    corrected[b] = static_cast<float>(split.retained[b]);
+  }
+  if (split.has_evicted && moments && moments->count() > 0)
+    nc_blend(*moments, q, tau, static_cast<float>(split.retained_lse), corrected.data());
+  for (std::size_t b = 0; b < dv; ++b) error_nc += (corrected[b] - split.full[b]) * (corrected[b] - split.full[b]);
+  out.evicted_mass += 1.0 - split.retained_weight;
+  out.error_plain += std::sqrt(error_plain) / full_norm;
+  out.error_nc += std::sqrt(error_nc) / full_norm;
+  ++out.queries;
+  if (!split.has_evicted) return;
+  const double retained_norm = norm(split.retained), evicted_norm = norm(split.evicted);
+  double dot = 0;
+  for (std::size_t b = 0; b < dv; ++b) dot += split.retained[b] * split.evicted[b];
+  if (retained_norm > 0 && evicted_norm > 0) {
+    out.cosine += std::clamp(dot / (retained_norm * evicted_norm), -1.0, 1.0);
+    ++out.cosine_queries;
+  }
+}
+
 }  // namespace
 
 std::vector<FidelityRow> run_fidelity(Transformer& model, const std::vector<std::vector<int32_t>>& windows,
@@ -71,15 +165,16 @@ std::vector<FidelityRow> run_fidelity(Transformer& model, const std::vector<std:
   MKV_CHECK(!config.presses.empty() && !config.budgets.empty(), "give at least one press and one budget");
 
   std::vector<FidelityRow> rows;
-  for (const std::string& press : config.presses) {
-    MKV_CHECK(press.find("budget=") == std::string::npos && press.find("ratio=") == std::string::npos &&
-                  press.find("nc=") == std::string::npos,
-              "press '{}': give budgets with --budgets and leave nc= out (both settings are measured)", press);
+  std::vector<PressConfig> row_presses;  // (rows) the press each row runs, NC off
+  for (const PressConfig& press : config.presses) {
+    MKV_CHECK(!press.budget() && !press.given("nc"),
+              "press '{}': give budgets with --budgets and leave nc= out (both settings are measured)",
+              press.as_given());
     for (int32_t budget : config.budgets) {
       FidelityRow row;
-      row.name = press.substr(0, press.find(':'));
-      auto p = make_press(with_param(press, "nc=0"), Budget{budget, 0.0});
-      row.spec = p->spec();
+      row.name = press.as_given();
+      row_presses.push_back(press.with_param("nc", "0").with_budget(Budget{budget, 0.0}));
+      row.spec = row_presses.back().spec();
       row.budget = budget;
       row.heads.resize(static_cast<std::size_t>(L) * H);
       for (int l = 0; l < L; ++l)
@@ -114,8 +209,9 @@ std::vector<FidelityRow> run_fidelity(Transformer& model, const std::vector<std:
       }
     if (on_progress) on_progress(++done, total);
 
-    for (FidelityRow& row : rows) {
-      auto press = make_press(row.spec, Budget{row.budget, 0.0});
+    for (std::size_t r = 0; r < rows.size(); ++r) {
+      FidelityRow& row = rows[r];
+      auto press = row_presses[r].make();
       SessionOptions options;
       options.press = press.get();
       Session session(model, options);
@@ -133,88 +229,16 @@ std::vector<FidelityRow> run_fidelity(Transformer& model, const std::vector<std:
         const float* k = K[lg].data();
         const float* v = V[lg].data();
         // Moments of the evicted rows: the press's own (what deployment uses) or the paper's single summary.
-        std::unique_ptr<MomentGroups> built;
-        const MomentGroups* moments = own_moments ? view.moments : nullptr;
-        int64_t n_evicted = 0;
-        for (int i = 0; i < P; ++i) n_evicted += !kept[i];
-        if (!own_moments && n_evicted > 0) {
-          MomentConfig mcfg;
-          mcfg.track = true;
-          built = std::make_unique<MomentGroups>(dk, dv, mcfg);
-          std::vector<float> ek, ev;
-          for (int i = 0; i < P; ++i)
-            if (!kept[i]) {
-              ek.insert(ek.end(), k + static_cast<std::size_t>(i) * dk, k + static_cast<std::size_t>(i + 1) * dk);
-              ev.insert(ev.end(), v + static_cast<std::size_t>(i) * dv, v + static_cast<std::size_t>(i + 1) * dv);
-            }
-          built->merge_rows(ek.data(), ev.data(), n_evicted);
-          moments = built.get();
-        }
-        std::vector<double> s(T), fr(dv), fe(dv), full(dv);
-        std::vector<float> onc(dv);
-        for (int hh = 0; hh < group; ++hh) {
-          const int h = g * group + hh;
-          HeadFidelity& out = row.heads[l * H + h];
+        const std::unique_ptr<MomentGroups> summary = own_moments ? nullptr : summary_of_evicted(k, v, kept, P, dk, dv);
+        const MomentGroups* moments = own_moments ? view.moments : summary.get();
+        SplitAttention split;
+        std::vector<double> logits(T);  // (T) scratch
+        for (int h = g * group; h < (g + 1) * group; ++h)
           for (int j = 0; j < C; ++j) {
             const float* q = capture.query(l, j) + static_cast<std::size_t>(h) * dk;
-            const int n_vis = P + j + 1;
-            double top_r = -INFINITY, top_e = -INFINITY;
-            for (int i = 0; i < n_vis; ++i) {
-              double d = 0;
-              for (int a = 0; a < dk; ++a) d += double(q[a]) * k[static_cast<std::size_t>(i) * dk + a];
-              s[i] = tau * d;
-              if (kept[i]) top_r = std::max(top_r, s[i]);
-              else top_e = std::max(top_e, s[i]);
-            }
-            double zr = 0, ze = 0;
-            std::fill(fr.begin(), fr.end(), 0.0);
-            std::fill(fe.begin(), fe.end(), 0.0);
-            for (int i = 0; i < n_vis; ++i) {
-              const float* vi = v + static_cast<std::size_t>(i) * dv;
-              if (kept[i]) {
-                const double w = std::exp(s[i] - top_r);
-                zr += w;
-                for (int b = 0; b < dv; ++b) fr[b] += w * vi[b];
-              } else {
-                const double w = std::exp(s[i] - top_e);
-                ze += w;
-                for (int b = 0; b < dv; ++b) fe[b] += w * vi[b];
-              }
-            }
-            for (int b = 0; b < dv; ++b) fr[b] /= zr;
-            const double lse_r = top_r + std::log(zr);
-            double wr = 1.0;
-            if (ze > 0) {
-              for (int b = 0; b < dv; ++b) fe[b] /= ze;
-              const double lse_e = top_e + std::log(ze);
-              const double top = std::max(lse_r, lse_e);
-              wr = std::exp(lse_r - top) / (std::exp(lse_r - top) + std::exp(lse_e - top));
-            }
-            for (int b = 0; b < dv; ++b) full[b] = ze > 0 ? wr * fr[b] + (1 - wr) * fe[b] : fr[b];
-            const double nf = std::max(norm(full), 1e-30);
-            double e_plain = 0, e_nc = 0;
-            for (int b = 0; b < dv; ++b) {
-              e_plain += (fr[b] - full[b]) * (fr[b] - full[b]);
-              onc[b] = static_cast<float>(fr[b]);
-            }
-            if (ze > 0 && moments && moments->count() > 0)
-              nc_blend(*moments, q, tau, static_cast<float>(lse_r), onc.data());
-            for (int b = 0; b < dv; ++b) e_nc += (onc[b] - full[b]) * (onc[b] - full[b]);
-            out.evicted_mass += 1.0 - wr;
-            out.error_plain += std::sqrt(e_plain) / nf;
-            out.error_nc += std::sqrt(e_nc) / nf;
-            ++out.queries;
-            if (ze > 0) {
-              const double nr = norm(fr), ne = norm(fe);
-              double d = 0;
-              for (int b = 0; b < dv; ++b) d += fr[b] * fe[b];
-              if (nr > 0 && ne > 0) {
-                out.cosine += std::clamp(d / (nr * ne), -1.0, 1.0);
-                ++out.cosine_queries;
-              }
-            }
+            split.compute(q, k, v, kept, P + j + 1, dk, dv, tau, logits);
+            add_query(row.heads[l * H + h], split, moments, q, tau);
           }
-        }
       }
       if (on_progress) on_progress(++done, total);
     }

@@ -1,4 +1,4 @@
-// Attention fidelity of presses (EVALUATION.md §1, the paper's core analysis): for text windows,
+// Attention fidelity of presses (docs/METHODS.md §7, the paper's core analysis): for text windows,
 // each press × budget compresses the prompt once; then, per layer and query head, every
 // continuation query of the full-cache run (same q, same keys/values) is split into the retained
 // rows R (what the press kept, plus the continuation itself) and the evicted rows E, and we measure
@@ -21,7 +21,7 @@
 namespace mkv {
 
 struct FidelityConfig {
-  std::vector<std::string> presses;  // specs without budget/nc
+  std::vector<PressConfig> presses;  // presses without budget/nc
   std::vector<int32_t> budgets;
   int prompt_tokens = 448;           // BOS included
   int continuation_tokens = 64;

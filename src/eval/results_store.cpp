@@ -11,16 +11,15 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/text_file.h"
 
 namespace mkv::eval {
 namespace {
 
 std::string read_all(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return {};
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return {};  // a new run
+  return read_text_file(path, "results file");
 }
 
 int64_t parse_decimal(std::string_view text, std::string_view spec, const char* what) {
@@ -55,7 +54,8 @@ void ResultsStore::load(std::ostream& log) {
     std::filesystem::resize_file(path_, complete);
   }
   size_t start = 0;
-  for (int line = 1; start < complete; ++line) {
+  int line = 1;
+  for (; start < complete; ++line) {
     const size_t end = text.find('\n', start);
     const std::string_view row_text(text.data() + start, end - start);
     start = end + 1;
@@ -64,14 +64,16 @@ void ResultsStore::load(std::ostream& log) {
     try {
       row = nlohmann::json::parse(row_text);
     } catch (const nlohmann::json::parse_error& e) {
-      fail("{}:{}: not valid JSON ({})", path_.string(), line, e.what());
+      fail("{}:{}: not valid JSON ({})", path_.string(), line, json_error_text(e.what()));
     }
     MKV_CHECK(row.is_object() && row.contains("index") && row["index"].is_number_integer(),
               "{}:{}: a result row needs an integer 'index'", path_.string(), line);
     const auto index = row["index"].get<int64_t>();
     MKV_CHECK(done_.insert(index).second, "{}:{}: index {} appears twice", path_.string(), line, index);
     rows_.push_back(std::move(row));
+    lines_.push_back(line);
   }
+  next_line_ = line;
 }
 
 void ResultsStore::append(const nlohmann::json& row) {
@@ -92,6 +94,32 @@ void ResultsStore::append(const nlohmann::json& row) {
   MKV_CHECK(::fsync(fd_) == 0, "cannot flush {} to disk: {}", path_.string(), std::strerror(errno));
   done_.insert(index);
   rows_.push_back(nlohmann::json::parse(line));
+  lines_.push_back(next_line_++);
+}
+
+void ResultsStore::require_indices_in(const std::set<int64_t>& indices, std::string_view data) const {
+  for (size_t i = 0; i < rows_.size(); ++i) {
+    const auto index = rows_[i]["index"].get<int64_t>();
+    MKV_CHECK(indices.count(index) != 0,
+              "{}:{}: prediction for index {}, which is not in {}; this results file belongs to a run on other data "
+              "(use another -o folder or remove the file)",
+              path_.string(), lines_[i], index, data);
+  }
+}
+
+void ResultsStore::require_field(std::string_view field, std::string_view type) const {
+  const std::string key(field);
+  for (size_t i = 0; i < rows_.size(); ++i) {
+    const nlohmann::json& row = rows_[i];
+    bool ok = row.contains(key);
+    if (ok && type == "string") ok = row[key].is_string();
+    else if (ok && type == "integer") ok = row[key].is_number_integer();
+    else if (ok && type == "array of strings") {
+      ok = row[key].is_array();
+      for (const auto& v : ok ? row[key] : nlohmann::json::array()) ok = ok && v.is_string();
+    }
+    MKV_CHECK(ok, "{}:{}: a result row needs field '{}' ({})", path_.string(), lines_[i], field, type);
+  }
 }
 
 ShardSpec ShardSpec::parse(std::string_view spec) {

@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <iosfwd>
 #include <set>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -29,6 +30,17 @@ class ResultsStore {
   bool done(int64_t index) const { return done_.count(index) != 0; }
   size_t size() const { return rows_.size(); }
   const std::vector<nlohmann::json>& rows() const { return rows_; }  // in file order
+  // The 1-based line of rows()[i] in the file.
+  int line_of(size_t i) const { return lines_.at(i); }
+
+  // Resuming (or scoring) a results file against a data set: every stored row must be a sample of
+  // that data. MkvError "FILE:LINE: prediction for index N, which is not in <data>" otherwise (the
+  // folder holds a run on other data: another --data, --length, --samples or --seed); a row for a
+  // sample that is no longer in the data would otherwise be scored.
+  void require_indices_in(const std::set<int64_t>& indices, std::string_view data) const;
+  // MkvError "FILE:LINE: ..." when a stored row lacks `field` or it has the wrong JSON type
+  // (rows are read back to score them). `type` is "string", "array of strings" or "integer".
+  void require_field(std::string_view field, std::string_view type) const;
   const std::filesystem::path& path() const { return path_; }
 
   // MkvError if the row has no integer "index" or that index is already stored.
@@ -40,6 +52,8 @@ class ResultsStore {
   std::filesystem::path path_;
   int fd_ = -1;
   std::vector<nlohmann::json> rows_;
+  std::vector<int> lines_;
+  int next_line_ = 1;
   std::set<int64_t> done_;
 };
 

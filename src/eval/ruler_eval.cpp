@@ -5,6 +5,7 @@
 #include <fstream>
 #include <map>
 #include <optional>
+#include <set>
 #include <ostream>
 
 #include "core/error.h"
@@ -43,6 +44,15 @@ std::string task_of_file(const fs::path& path) {
   return path.stem().string();
 }
 
+// A resumed predictions file must hold rows of these samples only, with the fields scoring reads.
+void check_stored_rows(const ResultsStore& store, const TaskData& d) {
+  std::set<int64_t> indices;
+  for (const auto& s : d.samples) indices.insert(s.index);
+  store.require_indices_in(indices, fmt::format("the samples of task {}", d.task));
+  store.require_field("pred", "string");
+  store.require_field("outputs", "array of strings");
+}
+
 void write_text(const fs::path& path, const std::string& text) {
   std::ofstream out(path, std::ios::binary);
   MKV_CHECK(out.good(), "cannot write '{}'", path.string());
@@ -71,6 +81,17 @@ RulerEvalSummary run_ruler_eval(Transformer& model, const Tokenizer& tokenizer, 
   auto count = [&](std::string_view text) {
     return static_cast<int64_t>(tokenizer.encode(text, /*add_special=*/true, /*parse_special=*/true).size());
   };
+
+  // RULER's length is prompt + generated tokens: it must fit the context before any haystack is
+  // built (a huge --length would otherwise grow haystacks for a very long time).
+  const int64_t context_tokens =
+      config.generator.n_ctx > 0 ? config.generator.n_ctx : model.config().context_length;
+  if (config.data_files.empty()) {
+    for (const std::string& task : config.tasks) ruler::task_spec(task);  // an unknown task name first
+    MKV_CHECK(config.length <= context_tokens,
+              "--length {} exceeds the context of {} tokens ({}); --length counts the prompt and the generated tokens",
+              config.length, context_tokens, config.generator.n_ctx > 0 ? "-c" : "the model's context_length");
+  }
 
   std::vector<TaskData> data;
   if (!config.data_files.empty()) {
@@ -122,7 +143,7 @@ RulerEvalSummary run_ruler_eval(Transformer& model, const Tokenizer& tokenizer, 
     Run run{config.output_dir / name, {}};
     fs::create_directories(run.dir / "pred");
     nlohmann::ordered_json meta = {{"model", config.model_name},
-                                   {"press", setting.name == "full" ? std::string("full") : setting.spec},
+                                   {"press", setting.spec},
                                    {"budget", setting.budget},
                                    {"protocol", protocol_name(config.protocol)},
                                    {"benchmark", "ruler"},
@@ -130,6 +151,7 @@ RulerEvalSummary run_ruler_eval(Transformer& model, const Tokenizer& tokenizer, 
     write_text(run.dir / "run.json", meta.dump(1) + "\n");
     for (std::size_t t = 0; t < data.size(); ++t) {
       run.stores.push_back(std::make_unique<ResultsStore>(run.dir / "pred" / (data[t].task + ".jsonl"), log));
+      check_stored_rows(*run.stores.back(), data[t]);
       for (std::size_t i = 0; i < data[t].samples.size(); ++i) {
         if (!selected[t][i]) continue;
         ++total;
@@ -179,8 +201,7 @@ RulerEvalSummary run_ruler_eval(Transformer& model, const Tokenizer& tokenizer, 
         } else {
           request.context = tokenizer.encode(prompt, true, true);
         }
-        auto press = setting.make();
-        const GenerationResult g = generate_greedy(model, tokenizer, setting.name == "full" ? nullptr : press.get(),
+        const mkv::GenerationResult g = generate_greedy(model, tokenizer, setting,
                                                    request, config.generator);
         nlohmann::ordered_json row = {{"index", s.index},    {"pred", g.text},       {"input", prompt},
                                       {"outputs", s.outputs}, {"others", s.others},  {"truncation", -1},

@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "core/error.h"
+#include "core/message_text.h"
 #include "gguf/gguf_format.h"
 
 namespace mkv {
@@ -20,15 +21,9 @@ constexpr std::size_t kMinKeyValueBytes = 8 + 4 + 1;
 constexpr std::size_t kMinTensorInfoBytes = 8 + 4 + 4 + 8;
 constexpr std::size_t kMaxNameInMessage = 120;
 
-// A key or tensor name as it may appear in a message: non-printable bytes become '?' and very long
-// (hostile) names are cut.
-std::string printable(std::string_view name) {
-  std::string out(name.substr(0, kMaxNameInMessage));
-  for (char& ch : out)
-    if (static_cast<unsigned char>(ch) < 0x20 || static_cast<unsigned char>(ch) == 0x7f) ch = '?';
-  if (name.size() > kMaxNameInMessage) out += "...";
-  return out;
-}
+// A key or tensor name as it may appear in a message: control bytes (a NUL included), DEL and
+// invalid UTF-8 are shown as \xNN, and very long (hostile) names are cut.
+std::string printable(std::string_view name) { return escape_for_message(name, kMaxNameInMessage); }
 
 std::string item_context(std::string_view kind, uint64_t index, std::string_view name) {
   return fmt::format("{} #{} '{}'", kind, index, printable(name));
@@ -176,6 +171,9 @@ void read_metadata(Cursor& c, uint64_t kv_count, GgufHeader& h) {
 }
 
 void read_tensor_infos(Cursor& c, uint64_t tensor_count, GgufHeader& h) {
+  // The count is checked against the bytes after the metadata: blame the tensor table (the header
+  // field), not the last key read.
+  c.set_context(fmt::format("tensor table (tensor count {} in the header)", tensor_count));
   c.need_items(tensor_count, kMinTensorInfoBytes, "tensor");
   for (uint64_t i = 0; i < tensor_count; ++i) {
     c.set_context(fmt::format("tensor #{}", i));

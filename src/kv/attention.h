@@ -19,7 +19,7 @@ struct AttentionShape {
 // batch token t sees the head's first (length − n_tokens + t + 1) rows.
 // q: (n_tokens, n_heads, head_dim_k) post-RoPE; out: (n_tokens, n_heads, head_dim_v).
 // When cache.nc() is set and a head has evicted tokens, each output is blended with the
-// moment estimate (METHODS.md §3). Parallel over tokens × heads.
+// moment estimate (docs/METHODS.md §3). Parallel over tokens × heads.
 void attend_layer(const KvCache& cache, int layer, const AttentionShape& shape, const float* q,
                   int n_tokens, float* out);
 

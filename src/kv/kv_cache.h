@@ -70,7 +70,7 @@ class KvCache {
   bool tracks_moments() const { return moment_config_.track; }
   const MomentConfig& moment_config() const { return moment_config_; }
 
-  // Normalisation-corrected attention (METHODS.md §3) on or off for every head of this cache.
+  // Normalisation-corrected attention (docs/METHODS.md §3) on or off for every head of this cache.
   void set_nc(bool enabled) { nc_ = enabled; }
   bool nc() const { return nc_; }
 

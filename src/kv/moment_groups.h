@@ -1,4 +1,4 @@
-// Several moment summaries per KV head (METHODS.md §7, "beyond the paper"): evicted tokens are
+// Several moment summaries per KV head (docs/METHODS.md §7, "beyond the paper"): evicted tokens are
 // assigned to the nearest of G key centroids (online k-means, seeded from the first evicted
 // batch), and each group is its own virtual slot in NC attention. G = 1 with comoment and no clip
 // is exactly the paper's single summary.

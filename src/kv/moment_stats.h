@@ -1,10 +1,10 @@
-// Moment statistics of the tokens evicted from one KV head (METHODS.md §2): count n_e, key mean k̄,
+// Moment statistics of the tokens evicted from one KV head (docs/METHODS.md §2): count n_e, key mean k̄,
 // value mean v̄ and the centred value-key co-moment S̃ = Σ (v_i − v̄)(k_i − k̄)ᵀ. Merged exactly
 // (Chan et al. parallel update) whenever the cache evicts a batch of rows; float64 accumulators
 // so that data with a large common offset does not cancel.
 //
 // Also kept: the values' centred sum of squares Σ‖v_i − v̄‖² (one number, for the trust region of
-// METHODS.md §7) and a float32 mirror (k̄, v̄, C = S̃/n_e) refreshed on every merge, so that the
+// docs/METHODS.md §7) and a float32 mirror (k̄, v̄, C = S̃/n_e) refreshed on every merge, so that the
 // per-query NC blend reads float32 only.
 #pragma once
 
@@ -17,7 +17,7 @@ namespace mkv {
 class MomentStats {
  public:
   MomentStats() = default;
-  // with_comoment = false keeps means only (no S̃, no C): METHODS.md §7.1 "means only" groups.
+  // with_comoment = false keeps means only (no S̃, no C): docs/METHODS.md §7.1 "means only" groups.
   MomentStats(int head_dim_k, int head_dim_v, bool with_comoment = true);
 
   // Folds m evicted rows in: keys (m, d_k) and values (m, d_v), float32 row-major.

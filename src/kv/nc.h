@@ -1,4 +1,4 @@
-// Normalisation-corrected inference (NC, METHODS.md §3): blends the attention output over the
+// Normalisation-corrected inference (NC, docs/METHODS.md §3): blends the attention output over the
 // retained tokens with a closed-form estimate of the evicted tokens' output, weighted by the
 // Jensen lower bound of the evicted partition function.
 #pragma once
@@ -16,7 +16,7 @@ namespace mkv {
 void nc_blend(const MomentStats& moments, const float* q, float scale, float lse_retained,
               float* out);
 
-// Grouped form (METHODS.md §7): softmax over the retained tokens plus one virtual slot per
+// Grouped form (docs/METHODS.md §7): softmax over the retained tokens plus one virtual slot per
 // non-empty group g (log-mass log n_g + τ q·k̄_g, value v̄_g + clip(τ C_g q)). Cost G·d_k·d_v.
 void nc_blend(const MomentGroups& moments, const float* q, float scale, float lse_retained,
               float* out);

@@ -1,8 +1,11 @@
 #include "kv/press_registry.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <map>
+
+#include <fmt/format.h>
 
 #include "core/error.h"
 #include "kv/presses/adakv.h"
@@ -30,14 +33,17 @@ struct Param {
 };
 
 const Param kBudget{"budget", Kind::Int, "", 1, 1e9, {}, "tokens kept per KV head, window included (default: --kv-budget)"};
-const Param kRatio{"ratio", Kind::Real, "", 0, 0.999999, {}, "fraction of tokens removed (default: --compression-ratio)"};
+constexpr double kMaxRatio = 0.999999;  // ratios are in [0, 1): at most this
+const Param kRatio{"ratio", Kind::Real, "", 0, kMaxRatio, {}, "fraction of tokens removed (default: --compression-ratio)"};
 const Param kSlack{"decode_slack", Kind::Int, "-1", -1, 1e9, {}, "evict again while decoding when a head exceeds budget + slack; -1 = never"};
 const Param kSinks{"sinks", Kind::Int, "4", 0, 1e6, {}, "first tokens always kept"};
 const Param kWindow{"window", Kind::Int, "32", 1, 1e6, {}, "observation window (last queries), always kept"};
 const Param kKernel{"kernel", Kind::Int, "7", 1, 63, {}, "max-pool kernel over the scores (odd)"};
 const Param kBeta{"beta", Kind::Real, "20", 1, 1e6, {}, "PyramidKV: smallest layer budget = (L − window)/beta"};
 const Param kSafeguard{"safeguard", Kind::Real, "0.2", 0, 1, {}, "Ada-KV: share of each head's budget it keeps regardless of scores"};
-const Param kScorer{"scorer", Kind::Choice, "snapkv", 0, 0, {"snapkv", "h2o", "momentkv"}, "scores the adaptive allocation uses"};
+// MomentKV's scores with Ada-KV's allocation are one method with one name: momentkv:alloc=adaptive.
+const Param kScorer{"scorer", Kind::Choice, "snapkv", 0, 0, {"snapkv", "h2o"},
+                    "scores the adaptive allocation uses (MomentKV with it: momentkv:alloc=adaptive)"};
 const Param kRounds{"rounds", Kind::Int, "4", 1, 64, {}, "eviction rounds, residuals recomputed each round"};
 const Param kAlloc{"alloc", Kind::Choice, "uniform", 0, 0, {"uniform", "adaptive", "pyramid"}, "budget allocation across heads / layers"};
 // The default "means" won the stories260K KL table at every budget (docs/results/kl_stories260K.md).
@@ -137,6 +143,8 @@ class Values {
   void check(const Param& p, std::string_view text) const {
     if (p.kind == Kind::Choice) {
       for (const std::string& c : p.choices) if (c == text) return;
+      MKV_CHECK(!(std::string_view(p.key) == "scorer" && text == "momentkv"),
+                "press '{}': scorer=momentkv is the press momentkv:alloc=adaptive (one name per method)", def_.name);
       std::string options;
       for (const std::string& c : p.choices) options += options.empty() ? c : "|" + c;
       fail("press '{}': {}={} is not one of {}", def_.name, p.key, text, options);
@@ -169,10 +177,7 @@ std::unique_ptr<Scorer> make_scorer(std::string_view name, const Values& v, cons
 
 ScorerPressOptions common_options(const PressDef& def, Values& v, const Budget& budget) {
   ScorerPressOptions o;
-  MKV_CHECK(!(v.given("budget") && v.given("ratio")), "press '{}': give budget= or ratio=, not both", def.name);
   o.budget = budget;
-  if (v.given("budget")) o.budget = Budget{v.integer("budget"), 0.0};
-  if (v.given("ratio")) o.budget = Budget{0, v.real("ratio")};
   o.protection.sinks = v.integer("sinks");
   o.protection.window = v.text("window").empty() ? 0 : v.integer("window");
   o.decode_slack = v.integer("decode_slack");
@@ -194,6 +199,39 @@ ScorerPressOptions common_options(const PressDef& def, Values& v, const Budget& 
   return o;
 }
 
+// The press of a validated parameter set with `budget` (unused by "full").
+std::unique_ptr<Press> build_press(const PressDef& def, Values& v, const Budget& budget) {
+  const std::string name = def.name;
+  if (name == "full") return std::make_unique<FullPress>();
+  ScorerPressOptions o = common_options(def, v, budget);
+  if (name == "pyramidkv") {
+    o.beta = v.real("beta");
+    return make_pyramidkv(v.integer("window"), v.integer("kernel"), o);
+  }
+  if (name == "adakv") {
+    o.safeguard = v.real("safeguard");
+    o.rounds = v.integer("rounds");
+    return make_adakv(make_scorer(v.text("scorer"), v, o.protection), o);
+  }
+  if (name == "momentkv") {
+    o.rounds = v.integer("rounds");
+    o.safeguard = v.real("safeguard");
+    o.beta = v.real("beta");
+    const std::string& alloc = v.text("alloc");
+    o.allocation = alloc == "adaptive" ? Allocation::Adaptive : alloc == "pyramid" ? Allocation::Pyramid : Allocation::Uniform;
+  }
+  return std::make_unique<ScorerPress>(make_scorer(name, v, o.protection), o);
+}
+
+void check_budget(const Budget& b) {
+  MKV_CHECK((b.tokens >= 1 && b.tokens <= 1'000'000'000 && b.ratio == 0.0) || (b.tokens == 0 && b.ratio >= 0.0 && b.ratio <= kMaxRatio),
+            "a budget is L >= 1 tokens per KV head or a compression ratio in [0, 1), got {} tokens / ratio {}",
+            b.tokens, b.ratio);
+}
+
+std::string budget_key(const Budget& b) { return b.tokens > 0 ? "budget" : "ratio"; }
+std::string budget_text(const Budget& b) { return b.tokens > 0 ? fmt::format("{}", b.tokens) : fmt::format("{}", b.ratio); }
+
 }  // namespace
 
 const std::vector<PressInfo>& press_catalog() {
@@ -209,6 +247,13 @@ const std::vector<PressInfo>& press_catalog() {
   return catalog;
 }
 
+std::vector<PressConfig> compressing_presses() {
+  std::vector<PressConfig> out;
+  for (const PressDef& d : definitions())
+    if (std::string_view(d.name) != "full") out.push_back(PressConfig::parse(d.name));
+  return out;
+}
+
 std::string press_help() {
   std::string out = "Presses (--press name:key=value,...):\n";
   for (const PressInfo& info : press_catalog()) {
@@ -219,49 +264,118 @@ std::string press_help() {
   return out;
 }
 
-std::unique_ptr<Press> make_press(std::string_view spec, const Budget& budget) {
-  MKV_CHECK(budget.tokens >= 0 && budget.ratio >= 0.0 && budget.ratio < 1.0,
-            "budget {} tokens / compression ratio {} is invalid (tokens ≥ 1, ratio in [0, 1))",
-            budget.tokens, budget.ratio);
+PressConfig::PressConfig() = default;
+
+std::optional<Budget> PressConfig::budget_from_flags(std::optional<int64_t> kv_budget,
+                                                     std::optional<double> compression_ratio) {
+  MKV_CHECK(!(kv_budget && compression_ratio), "give --kv-budget or --compression-ratio, not both");
+  if (kv_budget) {
+    MKV_CHECK(*kv_budget >= 1 && *kv_budget <= 1'000'000'000,
+              "--kv-budget must be in [1, 1000000000] tokens per KV head, got {}", *kv_budget);
+    return Budget{int32_t(*kv_budget), 0.0};
+  }
+  if (compression_ratio) {
+    MKV_CHECK(std::isfinite(*compression_ratio) && *compression_ratio >= 0.0 && *compression_ratio <= kMaxRatio,
+              "--compression-ratio must be in [0, 1) (the fraction of tokens removed), got {}", *compression_ratio);
+    return Budget{0, *compression_ratio};
+  }
+  return std::nullopt;
+}
+
+PressConfig PressConfig::parse(std::string_view spec, std::optional<Budget> budget) {
   const std::size_t colon = spec.find(':');
   const PressDef& def = find_press(spec.substr(0, colon));
+  PressConfig config;
+  config.name_ = def.name;
   Values v(def);
   if (colon != std::string_view::npos) {
     std::string_view rest = spec.substr(colon + 1);
-    while (!rest.empty()) {
+    MKV_CHECK(!rest.empty(), "press '{}': nothing after ':' (give key=value pairs or leave the ':' out)", def.name);
+    while (true) {
       const std::size_t comma = rest.find(',');
       const std::string_view item = rest.substr(0, comma);
       const std::size_t eq = item.find('=');
       MKV_CHECK(eq != std::string_view::npos && eq > 0, "press '{}': '{}' is not key=value", def.name, item);
-      v.set(item.substr(0, eq), item.substr(eq + 1));
-      rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+      const std::string_view key = item.substr(0, eq), value = item.substr(eq + 1);
+      v.set(key, value);
+      if (key != "budget" && key != "ratio") config.params_.emplace_back(key, value);
+      if (comma == std::string_view::npos) break;
+      rest = rest.substr(comma + 1);
     }
   }
-  std::unique_ptr<Press> press;
-  const std::string name = def.name;
-  if (name == "full") {
-    press = std::make_unique<FullPress>();
-  } else {
-    ScorerPressOptions o = common_options(def, v, budget);
-    if (name == "pyramidkv") {
-      o.beta = v.real("beta");
-      press = make_pyramidkv(v.integer("window"), v.integer("kernel"), o);
-    } else if (name == "adakv") {
-      o.safeguard = v.real("safeguard");
-      o.rounds = v.integer("rounds");
-      press = make_adakv(make_scorer(v.text("scorer"), v, o.protection), o);
-    } else if (name == "momentkv") {
-      o.rounds = v.integer("rounds");
-      o.safeguard = v.real("safeguard");
-      o.beta = v.real("beta");
-      const std::string& alloc = v.text("alloc");
-      o.allocation = alloc == "adaptive" ? Allocation::Adaptive : alloc == "pyramid" ? Allocation::Pyramid : Allocation::Uniform;
-      press = std::make_unique<ScorerPress>(make_scorer(name, v, o.protection), o);
-    } else {
-      press = std::make_unique<ScorerPress>(make_scorer(name, v, o.protection), o);
-    }
+  MKV_CHECK(!(v.given("budget") && v.given("ratio")), "press '{}': give budget= or ratio=, not both", def.name);
+  if (v.given("budget")) config.budget_ = Budget{v.integer("budget"), 0.0};
+  if (v.given("ratio")) config.budget_ = Budget{0, v.real("ratio")};
+  if (budget) {
+    MKV_CHECK(!config.is_full(),
+              "press 'full' keeps every token: --kv-budget / --compression-ratio need a compressing --press");
+    MKV_CHECK(!config.budget_, "press '{}': the budget is given twice (budget=/ratio= in the spec and "
+              "--kv-budget/--compression-ratio); give one", def.name);
+    check_budget(*budget);
+    config.budget_ = budget;
   }
-  press->set_spec(v.canonical());
+  build_press(def, v, Budget{1, 0.0});  // validates the combination (variant, kernel parity, ...)
+  return config;
+}
+
+PressConfig PressConfig::with_budget(const Budget& budget) const {
+  MKV_CHECK(!is_full(), "press 'full' keeps every token and takes no budget");
+  MKV_CHECK(!budget_, "press '{}' already has a budget ({}={}); give budgets in one place", name_,
+            budget_key(*budget_), budget_text(*budget_));
+  check_budget(budget);
+  PressConfig copy = *this;
+  copy.budget_ = budget;
+  return copy;
+}
+
+PressConfig PressConfig::with_param(std::string_view key, std::string_view value) const {
+  MKV_CHECK(key != "budget" && key != "ratio", "press '{}': set the budget with with_budget", name_);
+  PressConfig copy = *this;
+  std::erase_if(copy.params_, [&](const auto& p) { return p.first == key; });
+  copy.params_.emplace_back(key, value);
+  Values v(find_press(name_));
+  for (const auto& [k, text] : copy.params_) v.set(k, text);
+  build_press(find_press(name_), v, Budget{1, 0.0});
+  return copy;
+}
+
+bool PressConfig::given(std::string_view key) const {
+  if (key == "budget") return budget_ && budget_->tokens > 0;
+  if (key == "ratio") return budget_ && budget_->tokens == 0;
+  return std::any_of(params_.begin(), params_.end(), [&](const auto& p) { return p.first == key; });
+}
+
+std::string PressConfig::as_given() const {
+  std::string out = name_;
+  char sep = ':';
+  for (const auto& [key, value] : params_) {
+    out += sep + key + "=" + value;
+    sep = ',';
+  }
+  return out;
+}
+
+std::string PressConfig::spec() const {
+  const PressDef& def = find_press(name_);
+  Values v(def);
+  for (const auto& [key, value] : params_) v.set(key, value);
+  if (budget_) v.set(budget_key(*budget_), budget_text(*budget_));
+  build_press(def, v, budget_.value_or(Budget{1, 0.0}));  // fills the variant's defaults
+  return v.canonical();
+}
+
+void PressConfig::require_budget() const {
+  MKV_CHECK(is_full() || budget_, "press '{}' needs a budget: give --kv-budget L (tokens per KV head) or "
+            "--compression-ratio r, or budget=/ratio= in the spec", name_);
+}
+
+std::unique_ptr<Press> PressConfig::make() const {
+  require_budget();
+  const PressDef& def = find_press(name_);
+  Values v(def);
+  for (const auto& [key, value] : params_) v.set(key, value);
+  std::unique_ptr<Press> press = build_press(def, v, budget_.value_or(Budget{}));
+  press->set_spec(spec());
   return press;
 }
 

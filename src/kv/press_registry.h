@@ -1,6 +1,5 @@
-// Press specs: "name:key=value,key=value" → a configured Press, validated (kvpress's presses
-// addressed by strings). Unknown presses, unknown or repeated keys, malformed or out-of-range
-// values throw MkvError naming the press and the key.
+// The presses, their parameters and defaults (kvpress's presses addressed by strings): the table
+// PressConfig (kv/press_config.h) validates specs against, and the catalog `momentkv presses` prints.
 #pragma once
 
 #include <memory>
@@ -8,7 +7,7 @@
 #include <string_view>
 #include <vector>
 
-#include "kv/press.h"
+#include "kv/press_config.h"
 
 namespace mkv {
 
@@ -27,12 +26,11 @@ struct PressInfo {
 // Every press with its parameters and defaults, in display order.
 const std::vector<PressInfo>& press_catalog();
 
+// Every press but "full", in catalog order, with its defaults and no budget: what the comparison
+// commands (kl, fidelity) run when no --press is given.
+std::vector<PressConfig> compressing_presses();
+
 // The catalog as text for --help.
 std::string press_help();
-
-// Builds the press of `spec`. `budget` (the --kv-budget / --compression-ratio flags) applies
-// unless the spec sets budget=L or ratio=r itself. The press's spec() is the canonical form with
-// every parameter spelled out.
-std::unique_ptr<Press> make_press(std::string_view spec, const Budget& budget = {});
 
 }  // namespace mkv

@@ -2,7 +2,7 @@
 // protection and top-k, on plain arrays. Presses compute scores[kv_head][token]; everything here
 // is independent of the cache, so it is tested on arrays.
 //
-// Budget semantics (METHODS.md §6): L tokens per KV head, sinks and window included; a head is
+// Budget semantics (docs/METHODS.md §6): L tokens per KV head, sinks and window included; a head is
 // compressed only if it is longer than its budget.
 #pragma once
 
@@ -19,6 +19,7 @@ struct Budget {
 
   // L for a head whose sequence has seen `seen` tokens.
   int32_t resolve(int32_t seen) const;
+  bool operator==(const Budget&) const = default;
 };
 
 // Rows always kept: the first `sinks` and the last `window` of a head (oldest first).
@@ -41,12 +42,12 @@ std::vector<int32_t> select_keep(std::span<const float> scores, int32_t n_keep,
 // Number of protected rows of a head of `length` rows.
 int32_t protected_count(int32_t length, const Protection& protection);
 
-// PyramidKV layer budgets (METHODS.md §6.5), window included: B = L − w, min = B/β, max = 2B − min;
+// PyramidKV layer budgets (docs/METHODS.md §6.5), window included: B = L − w, min = B/β, max = 2B − min;
 // if max ≥ n − w then max = n − w, min = 2B − max; layer l keeps max − l·(max − min)/(layers − 1)
 // plus w; uniform L when n < 2B or layers == 1. n = the layer's prompt length. Integer division.
 std::vector<int32_t> pyramid_budgets(int32_t budget, int window, int32_t n, int n_layers, double beta);
 
-// Ada-KV allocation inside one layer (METHODS.md §6.6): scores (H heads, each its rows); the
+// Ada-KV allocation inside one layer (docs/METHODS.md §6.6): scores (H heads, each its rows); the
 // global top H·B candidate scores (protected rows excluded) give c_h per head, and head h gets
 // b_h = c_h(1 − a) + aB candidate slots, rounded by largest remainder so that Σ b_h = H·B, and
 // capped at its candidate count. Returns b_h (protected rows not included).

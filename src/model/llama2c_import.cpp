@@ -4,11 +4,10 @@
 
 #include <cmath>
 #include <cstring>
-#include <fstream>
-#include <iterator>
 #include <vector>
 
 #include "core/error.h"
+#include "core/text_file.h"
 #include "gguf/gguf_file.h"
 #include "gguf/gguf_writer.h"
 
@@ -19,16 +18,16 @@ struct Llama2cHeader {
   int32_t dim, hidden_dim, n_layers, n_heads, n_kv_heads, vocab_size, seq_len;
 };
 
-std::vector<char> read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  MKV_CHECK(in, "{}: cannot open", path);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+// A whole checkpoint or vocabulary file (a directory, a missing file or an endless device is an
+// error naming it); checkpoints of large models run to tens of GiB.
+std::string read_file(const std::string& path, std::string_view what) {
+  return read_text_file(path, what, TextFileLimits{.max_file_bytes = std::uint64_t{256} << 30});
 }
 
 // Reads consecutive fp32 tensors out of the checkpoint body.
 class FloatReader {
  public:
-  FloatReader(const std::vector<char>& bytes, std::size_t offset) : bytes_(bytes), offset_(offset) {}
+  FloatReader(const std::string& bytes, std::size_t offset) : bytes_(bytes), offset_(offset) {}
   std::vector<float> take(int64_t n) {
     std::vector<float> values(n);
     std::memcpy(values.data(), bytes_.data() + offset_, n * sizeof(float));
@@ -40,11 +39,11 @@ class FloatReader {
   }
 
  private:
-  const std::vector<char>& bytes_;
+  const std::string& bytes_;
   std::size_t offset_;
 };
 
-Llama2cHeader read_header(const std::string& path, const std::vector<char>& bytes) {
+Llama2cHeader read_header(const std::string& path, const std::string& bytes) {
   MKV_CHECK(bytes.size() >= sizeof(Llama2cHeader), "{}: {} bytes is too short for a llama2.c header", path,
             bytes.size());
   Llama2cHeader h;
@@ -79,7 +78,7 @@ double rope_base_of_table(const std::string& path, const std::vector<float>& cos
 
 // llama2.c tokenizer: int32 max_token_length, then per token float score, int32 length, bytes.
 void add_llama2c_vocab(GgufWriter& w, const std::string& path, int n_vocab) {
-  const std::vector<char> bytes = read_file(path);
+  const std::string bytes = read_file(path, "--tokenizer");
   std::size_t at = sizeof(int32_t);
   std::vector<std::string> tokens;
   std::vector<float> scores;
@@ -129,7 +128,7 @@ void add_gguf_vocab(GgufWriter& w, const std::string& path, int n_vocab) {
 }  // namespace
 
 void import_llama2c(const Llama2cImport& o) {
-  const std::vector<char> bytes = read_file(o.model_path);
+  const std::string bytes = read_file(o.model_path, "--model");
   const Llama2cHeader h = read_header(o.model_path, bytes);
   const bool shared_classifier = h.vocab_size > 0;
   const int64_t vocab = std::abs(h.vocab_size), dim = h.dim, hidden = h.hidden_dim, layers = h.n_layers;

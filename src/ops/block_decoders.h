@@ -246,7 +246,7 @@ struct Q6_K : ScaledDecode<Q6_K> {
   static void decode_codes(const uint8_t* block, Sink&& sink) {
 #if MOMENTKV_NATIVE
     // 32 codes at a time with byte operations, then widened 8 at a time (the portable form below
-    // spends ~10 operations per 8 values; exact Q6_K decode was 19% of the read bandwidth).
+    // spends ~10 operations per 8 values, which makes exact Q6_K decode compute-bound).
     for (int h = 0; h < 2; ++h)
       for (int q = 0; q < 4; ++q) {
         const __m256i code = q6k_signed_codes(block, h, q);

@@ -2,7 +2,7 @@
 // (enough in flight to hide the FMA latency on two pipes); the best pass is the machine's FP32
 // FMA peak, the roofline that prefill (a GEMM) is measured against, as the read-bandwidth probe
 // is for decode. Measured in the same minutes as a benchmark, it makes prefill speed comparable
-// across hosts whose clocks drift (a shared host's 2 cores gave 186-202 GFLOP/s in one day).
+// across hosts, and across the hours of a shared host whose clocks drift.
 #pragma once
 
 #include <cstdint>

@@ -31,7 +31,7 @@ using simd::F8;
 constexpr int64_t kMinParallelMacs = 1 << 18;  // multiply-adds below which one thread is faster
 constexpr int kTileTokens = 3;
 constexpr int64_t kItemRows = 64;
-constexpr int64_t kItemTokens = 128;  // 64: 2-4% slower (panel packing twice as often); 256: slower (x leaves L2)
+constexpr int64_t kItemTokens = 128;  // fewer: each weight panel is packed more often; more: x leaves L2
 constexpr int kPanelRows = 16;      // two 8-lane vectors per panel column
 constexpr int64_t kPanelCols = 256; // a multiple of every block size; 256 x 16 floats = 16 KiB
 constexpr int kBlockTokens = 6;     // 6 x 2 accumulators + 2 panel vectors + 1 broadcast = 15 registers
@@ -62,16 +62,14 @@ struct RowOperands {
 
 // y[t] += dot(weight row, token t) for T tokens. Each token sums into kChains independent
 // accumulators (8-wide group i of the row goes to chain i % kChains): with one accumulator, a
-// one-token row waits out the FMA latency at every group. Measured on the Llama-3.2-1B shape,
-// 2 threads, decode (3 interleaved runs each): Q8_0 9.1 t/s with one chain, 13.5-13.9 with two
-// or four; F16 6.7-7.2 with one, 8.0-8.3 with two, 7.4-7.8 with four.
+// one-token row waits out the FMA latency at every group. Two chains hide that latency; more
+// only add register pressure.
 //
 // Sub-block-scaled types (decoders::SubBlockScaled: the quantised ones) sum code × x over each
 // sub-block in two partial chains and apply its scale once, sub-block i of a step feeding chain
 // i % kChains, and its offset (if any) once per token as offset × (the sub-block's sum of x, in
-// op.x_sums): one multiply per sub-block instead of one multiply (and add) per group. Exact Q8_0
-// decode, 2 threads, 1B shapes, harness interleaving both forms: +7-15% GB/s (the decode is
-// partly compute-bound there).
+// op.x_sums): one multiply per sub-block instead of one multiply (and add) per group, which
+// matters because exact decode of quantised weights is partly compute-bound.
 template <typename Decoder, int T>
 void add_row_dots(const RowOperands& op) {
   constexpr int kChains = 2;
@@ -174,7 +172,7 @@ void pack_panel(const uint8_t* w, std::size_t w_stride, int64_t n_blocks, float*
 
 // Asks for the weights of the panel pack_panel will read next (into L2), so that the DRAM reads
 // overlap the current panel's FMAs: the panel's 16 row pieces are too short for the hardware
-// prefetcher (measured +2-5% on 8192 x 2048 products, 512 tokens, F16 and Q8_0).
+// prefetcher to pick up on its own.
 template <typename Decoder>
 void prefetch_panel(const uint8_t* w, std::size_t w_stride, int64_t n_blocks) {
   const std::size_t bytes = static_cast<std::size_t>(n_blocks) * Decoder::kBlockBytes;
@@ -233,9 +231,9 @@ void add_tail_columns(GgmlType type, const Item& item, int64_t first_col) {
 
 // Computes the item's part of y: whole panels of kPanelRows rows as a GEMM when the item has more
 // than kTileTokens tokens; the other rows (all of them for decode-sized items) one weight row at
-// a time, decoding blocks straight into the FMAs. Decode-sized items stream one row at a time
-// because several concurrent row streams measured 13% slower (F16, Llama-3.2-1B shape, 2 threads)
-// and there is no reuse to gain.
+// a time, decoding blocks straight into the FMAs. Decode-sized items stream one row at a time:
+// there is no reuse to gain from several rows at once, and several concurrent row streams were
+// slower than one.
 template <typename Decoder>
 void run_item(GgmlType type, const Item& item) {
   const int64_t n_tokens = item.token_end - item.token_begin;

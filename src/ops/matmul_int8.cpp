@@ -74,11 +74,10 @@ inline __m256 block_dot(const uint8_t* w, __m256i xq, const ActBlockQ8& x, float
   }
 }
 
-// One row at a time: streaming 2 or 4 rows together (sharing the activation loads) measured slower.
+// One row at a time: streaming 2 or 4 rows together (sharing the activation loads) was slower.
 // Two blocks per step, each into its own accumulator, and one prefetch per step (about one per
-// cache line: a Q8_0 block is 34 bytes). On the Llama-3.2-1B matrix sequence alone (2 threads,
-// interleaved with the bandwidth probe) this streams at 85-90% of the probe against 80-85% with a
-// prefetch at every block; whole-model decode is unchanged within this host's noise.
+// cache line: a Q8_0 block is 34 bytes) rather than one per block, which issues half the
+// prefetches for the same lines.
 template <Kind K>
 float row_dot(const uint8_t* w, std::size_t block_bytes, const ActBlockQ8* x, int64_t nb) {
   __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};

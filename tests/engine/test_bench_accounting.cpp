@@ -61,8 +61,7 @@ TEST(BenchPairedFraction, RunBenchReadsAroundEveryRepetition) {
   Transformer model(file, 64);
   BenchConfig config;
   config.repetitions = 3;
-  config.press = "momentkv";
-  config.kv_budget = 8;
+  config.press = PressConfig::parse("momentkv", Budget{8, 0.0});
   config.nc_ab = config.depth0_ab = true;  // companions run inside the same repetitions
   int calls = 0;
   config.around_repetition = [&] { ++calls; };

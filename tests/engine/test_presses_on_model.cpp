@@ -7,7 +7,7 @@
 
 #include "engine/session.h"
 #include "gguf/gguf_file.h"
-#include "kv/press_registry.h"
+#include "kv/press_config.h"
 #include "support/test_support.h"
 
 namespace mkv {
@@ -72,7 +72,7 @@ TEST_P(PressesOnStories, RunsAndHoldsExactlyItsBudget) {
   const ModelConfig& c = model_->config();
   const int heads = c.n_layers * c.n_kv_heads;
   for (int32_t budget : {16, 64, 200}) {
-    auto press = make_press(GetParam().spec, Budget{budget, 0.0});
+    auto press = PressConfig::parse(GetParam().spec, Budget{budget, 0.0}).make();
     KvCache* unused = nullptr;
     const std::vector<float> logits = run(press.get(), &unused);
     for (float v : logits) ASSERT_TRUE(std::isfinite(v)) << press->spec();
@@ -97,7 +97,7 @@ TEST_P(PressesOnStories, RunsAndHoldsExactlyItsBudget) {
 
 TEST_P(PressesOnStories, BudgetAtLeastThePromptReproducesTheFullCache) {
   const std::vector<float> full = run(nullptr);
-  auto press = make_press(GetParam().spec, Budget{kPrompt + int32_t(continuation_.size()), 0.0});
+  auto press = PressConfig::parse(GetParam().spec, Budget{kPrompt + int32_t(continuation_.size()), 0.0}).make();
   const std::vector<float> compressed = run(press.get());
   ASSERT_EQ(full.size(), compressed.size());
   for (std::size_t i = 0; i < full.size(); ++i) ASSERT_EQ(full[i], compressed[i]) << press->spec() << " at " << i;
@@ -108,7 +108,7 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(PressCase{"streaming_llm", Allocation::Uniform}, PressCase{"h2o", Allocation::Uniform},
                       PressCase{"snapkv", Allocation::Uniform}, PressCase{"pyramidkv", Allocation::PerLayer},
                       PressCase{"adakv", Allocation::PerHead}, PressCase{"adakv:scorer=h2o", Allocation::PerHead},
-                      PressCase{"adakv:scorer=momentkv", Allocation::PerHead}, PressCase{"momentkv", Allocation::Uniform},
+                      PressCase{"momentkv:alloc=adaptive,rounds=1,nc=0", Allocation::PerHead}, PressCase{"momentkv", Allocation::Uniform},
                       PressCase{"momentkv:nc=0", Allocation::Uniform},
                       PressCase{"momentkv:alloc=adaptive", Allocation::PerHead},
                       PressCase{"momentkv:alloc=pyramid", Allocation::PerLayer},

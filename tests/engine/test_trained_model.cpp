@@ -14,7 +14,7 @@
 #include <cstring>
 
 #include "engine/session.h"
-#include "kv/press_registry.h"
+#include "kv/press_config.h"
 #include "gguf/gguf_file.h"
 #include "model/tokenizer.h"
 #include "model/transformer.h"
@@ -67,7 +67,7 @@ std::string answer_needle_prompt(Transformer& model, const GgufFile& file, const
   const auto tokenizer = Tokenizer::create(Vocab::from_gguf(file));
   const auto ids = tokenizer->encode(prompt, /*add_special=*/true, /*parse_special=*/false);
   EXPECT_GT(ids.size(), 900u) << "the prompt is a long-context one";
-  std::unique_ptr<Press> press = press_spec.empty() ? nullptr : make_press(press_spec, Budget{budget, 0.0});
+  std::unique_ptr<Press> press = press_spec.empty() ? nullptr : PressConfig::parse(press_spec, Budget{budget, 0.0}).make();
   SessionOptions options;
   options.press = press.get();
   Session session(model, options);

@@ -42,7 +42,7 @@ std::string slurp(const fs::path& p) { return test::read_file(p); }
 TEST_F(EvalRunnerStories, FidelityStructure) {
   const std::string text = slurp(assets_ / "text/tinystories_val.txt");
   FidelityConfig config;
-  config.presses = {"streaming_llm", "snapkv", "momentkv"};
+  config.presses = {PressConfig::parse("streaming_llm"), PressConfig::parse("snapkv"), PressConfig::parse("momentkv")};
   config.budgets = {16, 64};
   config.prompt_tokens = 448;
   config.continuation_tokens = 64;
@@ -90,7 +90,7 @@ TEST(Fidelity, RejectsBudgetInSpec) {
   auto file = GgufFile::open((*assets / "stories260K.gguf").string());
   Transformer model(file, 64);
   FidelityConfig config;
-  config.presses = {"snapkv:budget=3"};
+  config.presses = {PressConfig::parse("snapkv:budget=3")};
   config.budgets = {16};
   config.prompt_tokens = 32;
   config.continuation_tokens = 8;
@@ -112,7 +112,7 @@ eval::RulerEvalConfig tiny_ruler(const fs::path& assets, const fs::path& out) {
   c.generator.n_ctx = 1024;
   c.seed = 7;
   c.essays = {assets / "text/frankenstein.txt"};
-  c.settings = eval::expand_press_settings({"full", "snapkv"}, {64});
+  c.settings = eval::expand_press_settings({PressConfig(), PressConfig::parse("snapkv")}, {64});
   c.output_dir = out;
   c.model_name = "stories260K";
   return c;
@@ -164,7 +164,7 @@ TEST_F(EvalRunnerStories, RulerRunLayoutAndResume) {
   // Shards: 1/2 takes the odd index only, in its own folder.
   auto shard = tiny_ruler(assets_, dir / "c");
   shard.shard = eval::ShardSpec::parse("1/2");
-  shard.settings = eval::expand_press_settings({"snapkv"}, {64});
+  shard.settings = eval::expand_press_settings({PressConfig::parse("snapkv")}, {64});
   const auto s4 = eval::run_ruler_eval(*model_, *tokenizer_, shard, log);
   EXPECT_EQ(s4.predicted, 1);
   EXPECT_TRUE(fs::exists(dir / "c/snapkv_L64_shard1of2/summary.csv"));
@@ -180,7 +180,7 @@ TEST_F(EvalRunnerStories, RulerExistingFileAndKvpressProtocol) {
   }
   eval::RulerEvalConfig c;
   c.data_files = {dir / "mini_niah.jsonl"};
-  c.settings = eval::expand_press_settings({"snapkv"}, {16});
+  c.settings = eval::expand_press_settings({PressConfig::parse("snapkv")}, {16});
   c.protocol = eval::Protocol::kvpress;
   c.output_dir = dir / "out";
   std::ostringstream log;
@@ -237,7 +237,7 @@ eval::LongBenchEvalConfig tiny_longbench(const fs::path& dir, const fs::path& ou
   c.dataset2prompt = dir / "dataset2prompt.json";
   c.dataset2maxlen = dir / "dataset2maxlen.json";
   c.max_length = 40;  // forces middle truncation of the hotpotqa prompt
-  c.settings = eval::expand_press_settings({"snapkv"}, {16});
+  c.settings = eval::expand_press_settings({PressConfig::parse("snapkv")}, {16});
   c.output_dir = out;
   c.model_name = "stories260K";
   return c;

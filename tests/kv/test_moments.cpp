@@ -1,4 +1,4 @@
-// MomentStats (METHODS.md §2): the exact merge against a float64 two-pass reference.
+// MomentStats (docs/METHODS.md §2): the exact merge against a float64 two-pass reference.
 #include <gtest/gtest.h>
 
 #include "kv/moment_groups.h"
@@ -83,7 +83,7 @@ TEST(MomentStats, StoredNumbersFollowMethods) {
   MomentConfig grouped{true, 16, true, true};
   EXPECT_EQ(grouped.stored_numbers(128, 128), 16 * (128 * 128 + 128 + 128 + 2));
   const MomentConfig paper{true, 1, true, false};
-  EXPECT_NEAR(paper.token_equivalents(128, 128), 65.0, 1.0);  // METHODS §7.1
+  EXPECT_NEAR(paper.token_equivalents(128, 128), 65.0, 1.0);  // docs/METHODS.md §7.1
   EXPECT_EQ(MomentConfig{}.stored_numbers(8, 8), 0);  // not tracked: nothing stored
 }
 

@@ -1,4 +1,4 @@
-// NC (METHODS.md §3) property tests against float64 full attention over explicit rows.
+// NC (docs/METHODS.md §3) property tests against float64 full attention over explicit rows.
 #include <gtest/gtest.h>
 
 #include "kv/nc.h"

@@ -1,5 +1,5 @@
 // NC through the cache and attend_layer: evicting rows with identical keys and attending with
-// NC on reproduces full attention over all rows (METHODS.md §3), for every query head (GQA).
+// NC on reproduces full attention over all rows (docs/METHODS.md §3), for every query head (GQA).
 #include <gtest/gtest.h>
 
 #include "kv/attention.h"

@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <random>
 
-#include "kv/press_registry.h"
+#include "kv/press_config.h"
 #include "kv/presses/scorer_press.h"
 #include "kv/presses/snapkv.h"
 #include "kv/reference.h"
@@ -26,7 +26,7 @@ struct PressRun {
   int32_t next = 0;
 
   explicit PressRun(const std::string& spec)
-      : press(make_press(spec)),
+      : press(PressConfig::parse(spec).make()),
         cache(KvCacheShape{kGeometry.n_layers, kGeometry.n_kv_heads, kGeometry.head_dim_k, kGeometry.head_dim_v},
               KvStorage::F32, press->moment_config()) {
     press->reset(kGeometry);
@@ -120,7 +120,7 @@ TEST_P(EveryPress, KeepsExactlyTheTopScoresWithSinksAndWindow) {
 std::vector<PressCase> press_cases() {
   const std::vector<std::string> specs = {
       "streaming_llm", "h2o", "snapkv", "pyramidkv", "momentkv:rounds=1", "momentkv:rounds=1,alloc=adaptive",
-      "adakv:scorer=snapkv", "adakv:scorer=h2o", "adakv:scorer=momentkv", "snapkv:nc=1", "adakv:nc=1",
+      "adakv:scorer=snapkv", "adakv:scorer=h2o", "momentkv:alloc=adaptive,rounds=1,nc=0", "snapkv:nc=1", "adakv:nc=1",
       "momentkv:rounds=1,nc=0", "h2o:window=8,sinks=0", "snapkv:kernel=1,window=16"};
   std::vector<PressCase> cases;
   for (const std::string& s : specs)
@@ -241,15 +241,15 @@ TEST(Presses, ChunkedPrefillBoundsThePeakLength) {
 }
 
 TEST(Presses, NcSwitchesAndMomentNeeds) {
-  EXPECT_FALSE(make_press("snapkv")->wants_moments());
-  EXPECT_TRUE(make_press("snapkv:nc=1")->nc());
-  EXPECT_TRUE(make_press("snapkv:nc=1")->wants_moments());
-  auto mi = make_press("momentkv:nc=0");
+  EXPECT_FALSE(PressConfig::parse("snapkv", Budget{64, 0.0}).make()->wants_moments());
+  EXPECT_TRUE(PressConfig::parse("snapkv:nc=1", Budget{64, 0.0}).make()->nc());
+  EXPECT_TRUE(PressConfig::parse("snapkv:nc=1", Budget{64, 0.0}).make()->wants_moments());
+  auto mi = PressConfig::parse("momentkv:nc=0", Budget{64, 0.0}).make();
   EXPECT_FALSE(mi->nc());
   EXPECT_TRUE(mi->wants_moments());  // MI's scores read the moments
-  EXPECT_EQ(make_press("momentkv:variant=grouped")->moment_config().groups, 16);
-  EXPECT_EQ(make_press("momentkv:variant=grouped")->moment_numbers_per_head(kGeometry), 16 * (64 + 8 + 8 + 2));
-  EXPECT_DOUBLE_EQ(make_press("snapkv:nc=1,groups=16,means_only=1")->moment_token_equivalents(kGeometry), 16 * 17 / 16.0);
+  EXPECT_EQ(PressConfig::parse("momentkv:variant=grouped", Budget{64, 0.0}).make()->moment_config().groups, 16);
+  EXPECT_EQ(PressConfig::parse("momentkv:variant=grouped", Budget{64, 0.0}).make()->moment_numbers_per_head(kGeometry), 16 * (64 + 8 + 8 + 2));
+  EXPECT_DOUBLE_EQ(PressConfig::parse("snapkv:nc=1,groups=16,means_only=1", Budget{64, 0.0}).make()->moment_token_equivalents(kGeometry), 16 * 17 / 16.0);
 }
 
 }  // namespace

@@ -5,9 +5,11 @@
 #include <algorithm>
 #include <fstream>
 #include <optional>
+#include <set>
 #include <ostream>
 
 #include "core/error.h"
+#include "core/text_file.h"
 #include "core/progress.h"
 #include "eval/metrics/longbench_metrics.h"
 #include "model/chat_template.h"
@@ -19,12 +21,11 @@ using json = nlohmann::json;
 namespace {
 
 json read_json(const fs::path& path, const std::string& flag) {
-  std::ifstream in(path, std::ios::binary);
-  MKV_CHECK(in.good(), "{}: cannot read '{}'", flag, path.string());
+  const std::string text = read_text_file(path, flag);
   try {
-    return json::parse(in);
-  } catch (const json::parse_error& e) {
-    fail("{}: '{}' is not valid JSON ({})", flag, path.string(), e.what());
+    return json::parse(text);
+  } catch (const json::exception& e) {
+    fail("{}: {}: not valid JSON ({})", flag, path.string(), json_error_text(e.what()));
   }
 }
 
@@ -40,6 +41,18 @@ std::vector<std::string> string_list(const json& value, const std::string& where
   return out;
 }
 
+// A resumed predictions file must hold rows of these data rows only (index = row position), with
+// the fields scoring reads.
+void check_stored_rows(const ResultsStore& store, const std::string& dataset, const std::vector<LongBenchRow>& rows) {
+  std::set<int64_t> indices;
+  for (const auto& row : rows) indices.insert(row.index);
+  store.require_indices_in(indices, fmt::format("the {} rows of dataset {}", rows.size(), dataset));
+  store.require_field("pred", "string");
+  store.require_field("answers", "array of strings");
+  store.require_field("all_classes", "array of strings");
+  store.require_field("length", "integer");
+}
+
 void write_text(const fs::path& path, const std::string& text) {
   std::ofstream out(path, std::ios::binary);
   MKV_CHECK(out.good(), "cannot write '{}'", path.string());
@@ -49,18 +62,16 @@ void write_text(const fs::path& path, const std::string& text) {
 }  // namespace
 
 std::vector<LongBenchRow> read_longbench_jsonl(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  MKV_CHECK(in.good(), "cannot read LongBench file '{}'", path.string());
+  const std::string content = read_text_file(path, "LongBench file");
   std::vector<LongBenchRow> rows;
-  std::string line;
-  for (int number = 1; std::getline(in, line); ++number) {
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    const std::string where = fmt::format("{}:{}", path.string(), number);
+  for (const TextLine& l : split_lines(content)) {
+    if (is_blank(l.text)) continue;
+    const std::string where = fmt::format("{}:{}", path.string(), l.number);
     json j;
     try {
-      j = json::parse(line);
-    } catch (const json::parse_error& e) {
-      fail("{}: not valid JSON ({})", where, e.what());
+      j = json::parse(l.text);
+    } catch (const json::exception& e) {
+      fail("{}: not valid JSON ({})", where, json_error_text(e.what()));
     }
     MKV_CHECK(j.is_object(), "{}: a LongBench row must be a JSON object", where);
     LongBenchRow row;
@@ -164,6 +175,17 @@ LongBenchEvalSummary run_longbench_eval(Transformer& model, const Tokenizer& tok
 
   MKV_CHECK(config.max_length < context_length, "--max-length {} does not fit the context of {} (raise -c)",
             config.max_length, context_length);
+  // Per dataset, before any run starts: the generation length fits the context and leaves room
+  // for a prompt, and the template names only {context} and {input}.
+  for (const auto& [name, rows] : data) {
+    const int64_t max_gen = maxlens[name].get<int64_t>();
+    MKV_CHECK(max_gen < context_length, "--dataset2maxlen: {}'s generation length {} does not fit the context of {} (raise -c)",
+              name, max_gen, context_length);
+    const int64_t max_length = config.max_length > 0 ? config.max_length : context_length - max_gen - 1;
+    MKV_CHECK(max_length > 1, "--max-length: the context {} leaves no room for {}'s {} generated tokens",
+              context_length, name, max_gen);
+    format_longbench_prompt(prompts[name].get<std::string>(), LongBenchRow{}, name);
+  }
   struct Run {
     fs::path dir;
     std::vector<std::unique_ptr<ResultsStore>> stores;
@@ -177,7 +199,7 @@ LongBenchEvalSummary run_longbench_eval(Transformer& model, const Tokenizer& tok
     Run run{config.output_dir / name / "pred" / config.model_name, {}};
     fs::create_directories(run.dir);
     nlohmann::ordered_json meta = {{"model", config.model_name},
-                                   {"press", setting.name == "full" ? std::string("full") : setting.spec},
+                                   {"press", setting.spec},
                                    {"budget", setting.budget},
                                    {"protocol", protocol_name(config.protocol)},
                                    {"benchmark", "longbench"},
@@ -186,6 +208,7 @@ LongBenchEvalSummary run_longbench_eval(Transformer& model, const Tokenizer& tok
     write_text(run.dir / "run.json", meta.dump(1) + "\n");
     for (const auto& [dataset, rows] : data) {
       run.stores.push_back(std::make_unique<ResultsStore>(run.dir / (dataset + ".jsonl"), log));
+      check_stored_rows(*run.stores.back(), dataset, rows);
       for (const auto& row : rows)
         if (config.shard.selects(row.index)) ++total, already += run.stores.back()->done(row.index);
     }
@@ -236,9 +259,8 @@ LongBenchEvalSummary run_longbench_eval(Transformer& model, const Tokenizer& tok
         } else {
           request.context = tokenizer.encode(text, true, true);
         }
-        auto press = setting.make();
-        const GenerationResult g =
-            generate_greedy(model, tokenizer, setting.name == "full" ? nullptr : press.get(), request, config.generator);
+        const mkv::GenerationResult g =
+            generate_greedy(model, tokenizer, setting, request, config.generator);
         nlohmann::ordered_json out = {{"pred", g.text},          {"answers", row.answers},
                                       {"all_classes", row.all_classes}, {"length", row.length},
                                       {"index", row.index},      {"_id", row.id}};

@@ -1,12 +1,15 @@
 #include "eval/report/result_records.h"
 
 #include <algorithm>
+#include <charconv>
+#include <cmath>
 #include <fstream>
 #include <map>
 #include <sstream>
 #include <tuple>
 
 #include "core/error.h"
+#include "core/text_file.h"
 
 namespace mkv::eval::report {
 namespace {
@@ -15,13 +18,21 @@ using json = nlohmann::json;
 namespace fs = std::filesystem;
 
 json read_json_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  MKV_CHECK(in.good(), "cannot read {}", path.string());
+  const std::string text = read_text_file(path);
   try {
-    return json::parse(in);
-  } catch (const json::parse_error& e) {
-    fail("{}: not valid JSON ({})", path.string(), e.what());
+    return json::parse(text);
+  } catch (const json::exception& e) {
+    fail("{}: not valid JSON ({})", path.string(), json_error_text(e.what()));
   }
+}
+
+// A whole decimal integer; MkvError naming `where` and `what` otherwise.
+int64_t parse_count(const std::string& text, const std::string& where, const std::string& what) {
+  int64_t value = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  MKV_CHECK(!text.empty() && error == std::errc() && end == text.data() + text.size() && value >= 0,
+            "{}: {} '{}' is not a non-negative integer", where, what, text);
+  return value;
 }
 
 std::vector<std::string> split_csv_line(const std::string& line) {
@@ -40,19 +51,17 @@ std::vector<std::string> split_csv_line(const std::string& line) {
 }
 
 int64_t count_lines(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
   int64_t lines = 0;
-  for (std::string line; std::getline(in, line);)
-    if (!line.empty()) ++lines;
+  for (const TextLine& line : split_lines(read_text_file(path)))
+    if (!line.text.empty()) ++lines;
   return lines;
 }
 
 std::vector<ResultRecord> read_ruler_summary(const fs::path& path, const ResultRecord& run) {
-  std::ifstream in(path, std::ios::binary);
-  MKV_CHECK(in.good(), "cannot read {}", path.string());
+  const std::string text = read_text_file(path);
   std::map<std::string, std::vector<std::string>> rows;  // first cell -> the other cells
-  for (std::string line; std::getline(in, line);) {
-    std::vector<std::string> cells = split_csv_line(line);
+  for (const TextLine& line : split_lines(text)) {
+    std::vector<std::string> cells = split_csv_line(std::string(line.text));
     const std::string key = cells.front();
     rows[key] = std::vector<std::string>(cells.begin() + 1, cells.end());
   }
@@ -65,15 +74,19 @@ std::vector<ResultRecord> read_ruler_summary(const fs::path& path, const ResultR
   for (size_t i = 0; i < tasks.size(); ++i) {
     ResultRecord record = run;
     record.task = tasks[i];
+    const std::string& score = rows["Score"][i];
+    size_t used = 0;
     try {
-      record.score = std::stod(rows["Score"][i]);
+      record.score = std::stod(score, &used);
     } catch (const std::exception&) {
-      fail("{}: score '{}' of task '{}' is not a number", path.string(), rows["Score"][i], tasks[i]);
+      used = 0;
     }
+    MKV_CHECK(used > 0 && used == score.size() && std::isfinite(record.score),
+              "{}: score '{}' of task '{}' is not a number", path.string(), score, tasks[i]);
     const std::string& nulls = rows["Nulls"][i];  // "k/N"
     const size_t slash = nulls.find('/');
     MKV_CHECK(slash != std::string::npos, "{}: Nulls '{}' of task '{}' is not k/N", path.string(), nulls, tasks[i]);
-    record.n = std::stoll(nulls.substr(slash + 1));
+    record.n = parse_count(nulls.substr(slash + 1), path.string(), fmt::format("the sample count of task '{}'", tasks[i]));
     records.push_back(record);
   }
   return records;
@@ -136,20 +149,34 @@ void append_scores(const fs::path& folder, const std::vector<ResultRecord>& reco
   for (const auto& record : records) out << to_json(record).dump() << '\n';
 }
 
+ResultRecord read_run_json(const fs::path& folder) {
+  json run_json = read_json_file(folder / "run.json");
+  MKV_CHECK(run_json.is_object(), "{}: run.json must be a JSON object (model, press, budget)",
+            (folder / "run.json").string());
+  run_json["task"] = "";
+  run_json["score"] = 0;
+  run_json["n"] = 0;
+  return record_from_json(run_json, (folder / "run.json").string());
+}
+
+bool is_unfinished_run(const fs::path& folder) {
+  return !fs::exists(folder / "scores.jsonl") && fs::exists(folder / "run.json") && !fs::exists(folder / "summary.csv") &&
+         !fs::exists(folder / "result.json");
+}
+
 std::vector<ResultRecord> read_result_folder(const fs::path& folder) {
   MKV_CHECK(fs::is_directory(folder), "result folder {} does not exist", folder.string());
   std::vector<ResultRecord> records;
   if (fs::exists(folder / "scores.jsonl")) {
-    std::ifstream in(folder / "scores.jsonl", std::ios::binary);
-    std::string line;
-    for (int number = 1; std::getline(in, line); ++number) {
-      if (line.empty()) continue;
-      const std::string where = fmt::format("{}:{}", (folder / "scores.jsonl").string(), number);
+    const std::string text = read_text_file(folder / "scores.jsonl");
+    for (const TextLine& line : split_lines(text)) {
+      if (is_blank(line.text)) continue;
+      const std::string where = fmt::format("{}:{}", (folder / "scores.jsonl").string(), line.number);
       json row;
       try {
-        row = json::parse(line);
-      } catch (const json::parse_error& e) {
-        fail("{}: not valid JSON ({})", where, e.what());
+        row = json::parse(line.text);
+      } catch (const json::exception& e) {
+        fail("{}: not valid JSON ({})", where, json_error_text(e.what()));
       }
       records.push_back(record_from_json(row, where));
     }
@@ -158,13 +185,10 @@ std::vector<ResultRecord> read_result_folder(const fs::path& folder) {
   MKV_CHECK(fs::exists(folder / "run.json"),
             "{} has neither scores.jsonl nor run.json (model, press, budget) beside RULER/LongBench results",
             folder.string());
-  json run_json = read_json_file(folder / "run.json");
-  run_json["task"] = "";
-  run_json["score"] = 0;
-  run_json["n"] = 0;
-  const ResultRecord run = record_from_json(run_json, (folder / "run.json").string());
+  const ResultRecord run = read_run_json(folder);
+  MKV_CHECK(!is_unfinished_run(folder), "{} has run.json but no summary.csv or result.json (an unfinished run)",
+            folder.string());
   const bool has_summary = fs::exists(folder / "summary.csv"), has_result = fs::exists(folder / "result.json");
-  MKV_CHECK(has_summary || has_result, "{} has run.json but no summary.csv or result.json", folder.string());
   if (has_summary) records = read_ruler_summary(folder / "summary.csv", run);
   if (has_result) {
     auto longbench = read_longbench_result(folder / "result.json", run);

@@ -39,7 +39,17 @@ ResultRecord record_from_json(const nlohmann::json& row, const std::string& wher
 // Appends records to `folder/scores.jsonl`.
 void append_scores(const std::filesystem::path& folder, const std::vector<ResultRecord>& records);
 
+// MkvError naming the file (and line, for scores.jsonl) for unreadable or malformed files, and for
+// an unfinished run.
 std::vector<ResultRecord> read_result_folder(const std::filesystem::path& folder);
+
+// A run folder whose run has not written its scores yet: run.json without summary.csv,
+// result.json or scores.jsonl (an evaluation still running, killed, or stopped by --max-samples
+// before its first prediction). `report` skips these with a warning.
+bool is_unfinished_run(const std::filesystem::path& folder);
+// The run described by folder/run.json (model, press, budget; task "", score 0, n 0); MkvError
+// naming the file when it is not a JSON object with those fields.
+ResultRecord read_run_json(const std::filesystem::path& folder);
 
 // Reads every folder, then combines duplicates as described above; sorted by model, task, press, budget.
 std::vector<ResultRecord> merge_result_folders(const std::vector<std::filesystem::path>& folders);

@@ -6,18 +6,13 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/text_file.h"
 #include "eval/metrics/python_text.h"
 
 namespace mkv::eval::ruler {
 namespace {
 
-std::string read_text(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  MKV_CHECK(in.good(), "cannot read essay text {}", path.string());
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+std::string read_text(const std::filesystem::path& path) { return read_text_file(path, "essay text"); }
 
 bool ends_sentence(std::string_view word) {
   static constexpr std::array<std::string_view, 14> kAbbreviations = {

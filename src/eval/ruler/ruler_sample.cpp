@@ -1,8 +1,10 @@
 #include "eval/ruler/ruler_sample.h"
 
 #include <fstream>
+#include <map>
 
 #include "core/error.h"
+#include "core/text_file.h"
 
 namespace mkv::eval::ruler {
 namespace {
@@ -59,7 +61,11 @@ nlohmann::ordered_json to_json(const RulerSample& sample) {
   return row;
 }
 
-std::string to_jsonl_line(const RulerSample& sample) { return to_json(sample).dump(); }
+// Essay haystacks may hold invalid UTF-8 (any user text file): it is written as U+FFFD instead of
+// failing the dump.
+std::string to_jsonl_line(const RulerSample& sample) {
+  return to_json(sample).dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+}
 
 std::filesystem::path write_validation_jsonl(const std::filesystem::path& dir, const std::string& task,
                                              const std::vector<RulerSample>& samples) {
@@ -74,19 +80,21 @@ std::filesystem::path write_validation_jsonl(const std::filesystem::path& dir, c
 }
 
 std::vector<RulerSample> read_ruler_jsonl(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  MKV_CHECK(in.good(), "cannot open RULER file {}", path.string());
+  const std::string content = read_text_file(path, "RULER file");
   std::vector<RulerSample> samples;
-  std::string text;
-  for (int line = 1; std::getline(in, text); ++line) {
-    if (text.find_first_not_of(" \t\r") == std::string::npos) continue;
+  std::map<int64_t, int> line_of_index;  // a repeated index would make resume skip a sample
+  for (const TextLine& l : split_lines(content)) {
+    if (is_blank(l.text)) continue;
     json row;
     try {
-      row = json::parse(text);
-    } catch (const json::parse_error& e) {
-      fail("{}:{}: not valid JSON ({})", path.string(), line, e.what());
+      row = json::parse(l.text);
+    } catch (const json::exception& e) {
+      fail("{}:{}: not valid JSON ({})", path.string(), l.number, json_error_text(e.what()));
     }
-    samples.push_back(parse_row(row, path, line));
+    samples.push_back(parse_row(row, path, l.number));
+    const auto [first, inserted] = line_of_index.emplace(samples.back().index, l.number);
+    MKV_CHECK(inserted, "{}:{}: index {} appears twice (first on line {}); every sample needs its own index",
+              path.string(), l.number, samples.back().index, first->second);
   }
   return samples;
 }

@@ -34,7 +34,7 @@ std::filesystem::path write_validation_jsonl(const std::filesystem::path& dir, c
 
 // Reads a RULER jsonl file. Required: index (integer), input (string), outputs (array of strings);
 // optional: length (integer, default 0), answer_prefix (string), others (object). Blank lines are
-// skipped. Errors name the file, the line number and the field.
+// skipped. Errors name the file, the line number and the field; a repeated index is an error.
 std::vector<RulerSample> read_ruler_jsonl(const std::filesystem::path& path);
 
 }  // namespace mkv::eval::ruler

@@ -1,7 +1,7 @@
-// Greedy generation over a Session with a press, shared by the benchmark runners (RULER,
-// LongBench): prefill (question compressed with the context, SnapKV's protocol) or prefill the
-// context, compress, then feed the question uncompressed (kvpress's protocol); then greedy decode
-// until an end-of-generation token, a stop string, max_new_tokens or the context limit.
+// Greedy generation for the benchmark runners (RULER, LongBench) through the engine's one loop
+// (engine/generation.h): prefill (question compressed with the context, SnapKV's protocol) or
+// prefill the context, compress, then feed the question uncompressed (kvpress's protocol); then
+// greedy decode until an end-of-generation token, a stop string, max_new_tokens or the context.
 #pragma once
 
 #include <cstdint>
@@ -9,8 +9,9 @@
 #include <string>
 #include <vector>
 
+#include "engine/generation.h"
 #include "kv/kv_cache.h"
-#include "kv/press.h"
+#include "kv/press_config.h"
 #include "model/tokenizer.h"
 #include "model/transformer.h"
 
@@ -20,17 +21,18 @@ enum class Protocol { snapkv, kvpress };
 Protocol parse_protocol(const std::string& text);  // "snapkv" | "kvpress"; MkvError otherwise
 const char* protocol_name(Protocol protocol);
 
-// One press setting of a run: spec as given (no budget), budget L (0 = the press's default /
-// full cache), and a short label for folder names ("snapkv_L128", "full").
+// One press setting of a run: the press with its budget (full: none), the press as the user gave
+// it (no budget) for run records, the budget L (0 for full) and a label for folder names
+// ("snapkv_L128", "full").
 struct PressSetting {
+  PressConfig press;
   std::string spec;
   int32_t budget = 0;
   std::string label;
-  std::string name;  // press name
-  std::unique_ptr<Press> make() const;
 };
-// Every press × budget ("full" runs once, budget 0). MkvError naming a bad spec.
-std::vector<PressSetting> expand_press_settings(const std::vector<std::string>& presses,
+// Every press × budget ("full" runs once, budget 0). MkvError for a press that carries a budget
+// of its own (budgets come from the list).
+std::vector<PressSetting> expand_press_settings(const std::vector<PressConfig>& presses,
                                                 const std::vector<int32_t>& budgets);
 
 struct GenerationRequest {
@@ -40,13 +42,6 @@ struct GenerationRequest {
   std::vector<std::string> stop_strings;  // generation ends at the first occurrence (cut off)
 };
 
-struct GenerationResult {
-  std::string text;               // decoded new tokens (stop string removed)
-  int32_t new_tokens = 0;
-  int32_t prompt_tokens = 0;
-  bool hit_context_limit = false;
-};
-
 struct GeneratorOptions {
   int ubatch = 512;
   int n_ctx = 0;
@@ -54,7 +49,8 @@ struct GeneratorOptions {
   bool compress_each_chunk = false;
 };
 
-GenerationResult generate_greedy(Transformer& model, const Tokenizer& tokenizer, Press* press,
-                                 const GenerationRequest& request, const GeneratorOptions& options);
+// A fresh session with the setting's press; MkvError when the prompt does not fit the context.
+mkv::GenerationResult generate_greedy(Transformer& model, const Tokenizer& tokenizer, const PressSetting& setting,
+                                      const GenerationRequest& request, const GeneratorOptions& options);
 
 }  // namespace mkv::eval

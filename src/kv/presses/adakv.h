@@ -1,12 +1,13 @@
 // Ada-KV: "Ada-KV: Optimizing KV Cache Eviction by Adaptive Budget Allocation for Efficient LLM
-// Inference" (Feng et al., 2024, arXiv 2407.11550). METHODS.md §6.6.
+// Inference" (Feng et al., 2024, arXiv 2407.11550). docs/METHODS.md §6.6.
 //
 // Wraps any scorer: inside a layer of H KV heads with candidate budget B = L − window − sinks,
 // the global top H·B scores give c_h per head; head h keeps b_h = round(c_h(1 − a) + aB) plus
 // its protected rows (adaptive_budgets in selection.h). Heads become ragged.
 //
 // Spec: adakv:scorer=snapkv,safeguard=0.2,window=32,kernel=7,sinks=4,nc=0 (+ budget, ...);
-// scorer ∈ {snapkv, h2o, momentkv} takes that scorer's parameters.
+// scorer ∈ {snapkv, h2o} takes that scorer's parameters; MomentKV with this allocation is the
+// press momentkv:alloc=adaptive (one name per method).
 #pragma once
 
 #include <memory>

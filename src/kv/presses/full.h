@@ -1,4 +1,4 @@
-// Full: no eviction, the reference every method is compared against. METHODS.md §6.1.
+// Full: no eviction, the reference every method is compared against. docs/METHODS.md §6.1.
 // Spec: full (no parameters).
 #pragma once
 

@@ -1,5 +1,5 @@
 // H2O: "H2O: Heavy-Hitter Oracle for Efficient Generative Inference of Large Language Models"
-// (Zhang et al., NeurIPS 2023, arXiv 2306.14048). METHODS.md §6.3.
+// (Zhang et al., NeurIPS 2023, arXiv 2306.14048). docs/METHODS.md §6.3.
 //
 // Score of row j: Σ over all observed queries t of the causal softmax attention A_{t,j}, mean
 // over the KV group's query heads (accumulated in observe(), from q and the cache's keys).

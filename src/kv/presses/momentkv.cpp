@@ -39,10 +39,20 @@ void residual_norms(const KvHeadView& view, float scale, int32_t begin, int32_t 
 }  // namespace
 
 MomentScorer::MomentScorer(int window, int kernel, const Protection& protection)
-    : SnapKVScorer(window, kernel), protection_(protection) {}
+    : alpha_(window, kernel), protection_(protection) {}
+
+void MomentScorer::reset(const PressGeometry& geometry) {
+  Scorer::reset(geometry);
+  alpha_.reset(geometry);
+}
+
+void MomentScorer::observe(int layer, int n_tokens, const float* q, const int32_t* positions,
+                           const KvCache& cache) {
+  alpha_.observe(layer, n_tokens, q, positions, cache);
+}
 
 void MomentScorer::score(const KvCache& cache, int layer, HeadScores& scores) {
-  SnapKVScorer::score(cache, layer, scores);  // α
+  alpha_.score(cache, layer, scores);  // α
 #pragma omp parallel for schedule(dynamic)
   for (int kv = 0; kv < geometry_.n_kv_heads; ++kv) {
     const KvHeadView view = cache.head(layer, kv);

@@ -1,4 +1,4 @@
-// MomentKV: "MomentKV" (Li, Li, Lan, 2026, arXiv 2606.01563). METHODS.md §3–4, §7.
+// MomentKV: "MomentKV" (Li, Li, Lan, 2026, arXiv 2606.01563). docs/METHODS.md §3–4, §7.
 //
 // Moment-informed eviction (MI): the residual of retained row j against the current summary of
 // the evicted tokens, its own key standing in for the query,
@@ -8,11 +8,13 @@
 // NC (normalisation-corrected attention) on by default.
 //
 // Spec and defaults:
-//   momentkv:window=32,kernel=7,sinks=4,rounds=4,alloc=uniform,nc=1,variant=paper
+//   momentkv:window=32,kernel=7,sinks=4,rounds=4,alloc=uniform,nc=1,variant=means
 //   alloc      uniform | adaptive (Ada-KV's rule on α·‖r‖, safeguard=0.2) | pyramid
 //   nc=0       MI selection without NC (moments still tracked: the scores need them)
-//   variant    paper:   one summary per head, unclipped (d_k·d_v + d_k + d_v + 1 numbers/head)
-//              grouped: groups=16, clip=1 unless given (METHODS.md §7.1's best; G·(d_k·d_v +
+//   variant    means:   groups=16, means_only=1 unless given (the default: lowest KL at every
+//                       budget in docs/results/kl_stories260K.md; 16·(d_k + d_v + 1) numbers/head)
+//              paper:   one summary per head, unclipped (d_k·d_v + d_k + d_v + 1 numbers/head)
+//              grouped: groups=16, clip=1 unless given (docs/METHODS.md §7.1's best; G·(d_k·d_v +
 //                       d_k + d_v + 2) numbers/head, ≈ 16·(d+2)/2 tokens at d_k = d_v = d)
 //   groups=G   G moment groups per head, each its own virtual slot (needs a MomentGroups cache)
 //   clip=1     trust region: ‖τ C q‖ ≤ RMS spread of the group's values (+1 number per group)
@@ -23,14 +25,19 @@
 
 namespace mkv {
 
-class MomentScorer : public SnapKVScorer {
+// α·‖r‖: SnapKV's observation-window scores (α) times the residual norms against the moments.
+class MomentScorer : public Scorer {
  public:
   // protection: which rows are candidates (for the n_e = 0 value mean).
   MomentScorer(int window, int kernel, const Protection& protection);
+  void reset(const PressGeometry& geometry) override;
+  void observe(int layer, int n_tokens, const float* q, const int32_t* positions,
+               const KvCache& cache) override;
   void score(const KvCache& cache, int layer, HeadScores& scores) override;
   bool needs_moments() const override { return true; }
 
  private:
+  SnapKVScorer alpha_;  // α, the observation-window attention
   Protection protection_;
 };
 

@@ -1,5 +1,5 @@
 // PyramidKV: "PyramidKV: Dynamic KV Cache Compression based on Pyramidal Information Funneling"
-// (Cai et al., 2024, arXiv 2406.02069). METHODS.md §6.5.
+// (Cai et al., 2024, arXiv 2406.02069). docs/METHODS.md §6.5.
 //
 // SnapKV scores; layer budgets decrease linearly with depth (pyramid_budgets in selection.h):
 // B = L − window, min = B/β, max = 2B − min, uniform when the prompt is shorter than 2B.

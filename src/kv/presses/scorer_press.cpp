@@ -7,7 +7,9 @@
 namespace mkv {
 
 ScorerPress::ScorerPress(std::unique_ptr<Scorer> scorer, const ScorerPressOptions& options)
-    : scorer_(std::move(scorer)), options_(options) {
+    : scorer_(std::move(scorer)),
+      options_(options),
+      allocation_(make_allocation(options.allocation, options.beta, options.safeguard)) {
   MKV_ASSERT(scorer_ != nullptr);
   MKV_ASSERT(options.rounds >= 1 && options.moments.groups >= 1);
   MKV_ASSERT(options.budget.tokens > 0 || (options.budget.ratio >= 0.0 && options.budget.ratio < 1.0));
@@ -37,35 +39,18 @@ int32_t ScorerPress::layer_budget(const KvCache& cache, int layer) const {
     if (view.length > 0) seen = std::max(seen, view.positions[view.length - 1] + 1);
   }
   const int32_t budget = std::max<int32_t>(options_.budget.resolve(seen), 1);
-  if (options_.allocation != Allocation::Pyramid) return budget;
-  const int window = clamp_protection(options_.protection, budget).window;
-  return pyramid_budgets(budget, window, seen, cache.shape().n_layers, options_.beta)[layer];
+  return allocation_->layer_budget(budget, options_.protection, seen, cache.shape().n_layers, layer);
 }
 
 bool ScorerPress::layer_over(const KvCache& cache, int layer, int32_t slack) const {
-  const int32_t limit = layer_budget(cache, layer) + slack;
-  const int n_kv = cache.shape().n_kv_heads;
-  int64_t total = 0;
-  int32_t longest = 0;
-  for (int h = 0; h < n_kv; ++h) {
-    total += cache.length(layer, h);
-    longest = std::max(longest, cache.length(layer, h));
-  }
-  // Adaptive heads are ragged by design: the layer as a whole is over budget or not.
-  if (options_.allocation == Allocation::Adaptive) return total > int64_t(n_kv) * limit;
-  return longest > limit;
+  std::vector<int32_t> lengths(cache.shape().n_kv_heads);  // (n_kv_heads)
+  for (int h = 0; h < cache.shape().n_kv_heads; ++h) lengths[h] = cache.length(layer, h);
+  return allocation_->over(lengths, layer_budget(cache, layer) + slack);
 }
 
 std::vector<int32_t> ScorerPress::final_keep(const KvCache& cache, int layer, const HeadScores& scores) const {
   const int32_t budget = layer_budget(cache, layer);
-  const int n_kv = cache.shape().n_kv_heads;
-  std::vector<int32_t> keep(n_kv, budget);  // (n_kv_heads)
-  if (options_.allocation != Allocation::Adaptive) return keep;
-  const Protection protection = clamp_protection(options_.protection, budget);
-  const int32_t candidate_budget = budget - protection.sinks - protection.window;
-  const std::vector<int32_t> slots = adaptive_budgets(scores, protection, candidate_budget, options_.safeguard);
-  for (int h = 0; h < n_kv; ++h) keep[h] = slots[h] + protected_count(int32_t(scores[h].size()), protection);
-  return keep;
+  return allocation_->head_keeps(scores, budget, clamp_protection(options_.protection, budget));
 }
 
 void ScorerPress::compress(KvCache& cache, CompressReason reason) {

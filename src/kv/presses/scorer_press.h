@@ -1,10 +1,10 @@
 // ScorerPress: the composable core of every scoring method (kvpress's ScorerPress + wrappers).
 // A Scorer only produces scores[kv_head][token] for a layer; ScorerPress turns them into kept
 // tokens through selection.h, with
-//   - allocation: uniform (L per head), pyramid (PyramidKV layer budgets), adaptive (Ada-KV
-//     per-head budgets inside a layer, safeguard a);
+//   - a BudgetAllocation (allocation.h): uniform (L per head), pyramid (PyramidKV layer budgets),
+//     adaptive (Ada-KV per-head budgets inside a layer, safeguard a);
 //   - rounds: T rounds each evicting an equal share of what remains to evict, scores recomputed
-//     between rounds (so moment-aware scorers see the moments grow; METHODS.md §4);
+//     between rounds (so moment-aware scorers see the moments grow; docs/METHODS.md §4);
 //   - decode_slack S ≥ 0: after a decode step, compress a layer again once it exceeds L + S;
 //   - nc and the moment configuration (any selection × NC on/off).
 #pragma once
@@ -14,11 +14,9 @@
 #include <vector>
 
 #include "kv/press.h"
+#include "kv/presses/allocation.h"
 
 namespace mkv {
-
-// scores[kv_head][row]: higher = keep; one vector per KV head of the layer, of the head's length.
-using HeadScores = std::vector<std::vector<float>>;
 
 class Scorer {
  public:
@@ -36,8 +34,6 @@ class Scorer {
  protected:
   PressGeometry geometry_;
 };
-
-enum class Allocation { Uniform, Pyramid, Adaptive };
 
 struct ScorerPressOptions {
   Budget budget;
@@ -75,6 +71,7 @@ class ScorerPress : public Press {
 
   std::unique_ptr<Scorer> scorer_;
   ScorerPressOptions options_;
+  std::unique_ptr<BudgetAllocation> allocation_;  // from options_.allocation
   PressGeometry geometry_;
   HeadScores scores_;  // (n_kv_heads, head length) scratch of the layer being compressed
 };

@@ -1,5 +1,5 @@
 // SnapKV: "SnapKV: LLM Knows What You are Looking for Before Generation" (Li et al., 2024,
-// arXiv 2404.14469). METHODS.md §6.4.
+// arXiv 2404.14469). docs/METHODS.md §6.4.
 //
 // Score of row j: Σ over the last `window` queries of softmax(τ Q_win Kᵀ) (full row, causal
 // inside the window), 1-D max-pool (kernel, stride 1, same padding) over the rows before the

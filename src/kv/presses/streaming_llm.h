@@ -1,5 +1,5 @@
 // StreamingLLM: "Efficient Streaming Language Models with Attention Sinks" (Xiao et al., ICLR
-// 2024, arXiv 2309.17453). METHODS.md §6.2.
+// 2024, arXiv 2309.17453). docs/METHODS.md §6.2.
 //
 // Keeps the first `sinks` tokens and the most recent L − sinks: the score of a row is its
 // position, so the shared top-k keeps the newest.

@@ -1,0 +1,56 @@
+#include "kv/presses/allocation.h"
+
+#include <algorithm>
+#include <numeric>
+
+namespace mkv {
+namespace {
+
+class PyramidAllocation : public BudgetAllocation {
+ public:
+  explicit PyramidAllocation(double beta) : beta_(beta) {}
+  int32_t layer_budget(int32_t budget, const Protection& protection, int32_t seen, int n_layers,
+                       int layer) const override {
+    const int window = clamp_protection(protection, budget).window;
+    return pyramid_budgets(budget, window, seen, n_layers, beta_)[layer];
+  }
+
+ private:
+  double beta_;
+};
+
+// Heads are ragged by design: the layer as a whole is over its budget or not.
+class AdaptiveAllocation : public BudgetAllocation {
+ public:
+  explicit AdaptiveAllocation(double safeguard) : safeguard_(safeguard) {}
+  bool over(std::span<const int32_t> lengths, int32_t limit) const override {
+    return std::accumulate(lengths.begin(), lengths.end(), int64_t{0}) > int64_t(lengths.size()) * limit;
+  }
+  std::vector<int32_t> head_keeps(const HeadScores& scores, int32_t layer_budget,
+                                  const Protection& protection) const override {
+    const int32_t candidate_budget = layer_budget - protection.sinks - protection.window;
+    std::vector<int32_t> keep = adaptive_budgets(scores, protection, candidate_budget, safeguard_);
+    for (std::size_t h = 0; h < keep.size(); ++h) keep[h] += protected_count(int32_t(scores[h].size()), protection);
+    return keep;
+  }
+
+ private:
+  double safeguard_;
+};
+
+}  // namespace
+
+bool BudgetAllocation::over(std::span<const int32_t> lengths, int32_t limit) const {
+  return !lengths.empty() && *std::max_element(lengths.begin(), lengths.end()) > limit;
+}
+
+std::unique_ptr<BudgetAllocation> make_allocation(Allocation kind, double beta, double safeguard) {
+  switch (kind) {
+    case Allocation::Pyramid: return std::make_unique<PyramidAllocation>(beta);
+    case Allocation::Adaptive: return std::make_unique<AdaptiveAllocation>(safeguard);
+    case Allocation::Uniform: break;
+  }
+  return std::make_unique<BudgetAllocation>();
+}
+
+}  // namespace mkv

@@ -1,0 +1,226 @@
+// Regression tests for reproduced bad inputs: each must end with one "error: ..." line naming the
+// problem (flag, file, line), a non-zero exit, and never a crash, a hang or a raw library message.
+// Every run has a time limit (a hang fails the test instead of stalling the suite).
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "cli/timed_run.h"
+#include "support/test_support.h"
+
+namespace mkv {
+namespace {
+namespace fs = std::filesystem;
+using Args = std::vector<std::string>;
+
+test::TimedResult run(const Args& args, double timeout = 60) {
+  test::TimedOptions o;
+  o.timeout_seconds = timeout;
+  return test::run_momentkv_timed(args, o);
+}
+
+// The run failed with exactly one error line (warnings may precede) that contains every fragment.
+void expect_error(const Args& args, const std::vector<std::string>& fragments, double timeout = 60) {
+  const test::TimedResult r = run(args, timeout);
+  const std::string problem = test::error_convention_problem(r);
+  EXPECT_EQ(problem, "") << test::command_line(args) << "\nstderr: " << r.err;
+  for (const auto& f : fragments) EXPECT_NE(r.err.find(f), std::string::npos) << test::command_line(args) << "\n" << r.err;
+}
+
+void write(const fs::path& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+}
+
+// A tiny random-weight model (no shared assets needed) and a few input files, made once.
+class CliBadInput : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new fs::path(fs::temp_directory_path() / ("momentkv-bad-input-" + std::to_string(::getpid())));
+    fs::remove_all(*dir_);
+    fs::create_directories(*dir_);
+    const auto r = test::run_momentkv_timed({"make-model", "--shape", "tiny-llama", "-o", model()});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    write(path("text.txt"), "Tom had a red ball. He liked to play with it in the park every day.\n");
+    write(path("one.jsonl"), R"({"index": 0, "input": "Tom had a red ball.\nWhat did Tom have? Tom had a", "outputs": ["ball"]})"
+                             "\n");
+  }
+  static void TearDownTestSuite() {
+    fs::remove_all(*dir_);
+    delete dir_;
+  }
+  static std::string path(const std::string& name) { return (*dir_ / name).string(); }
+  static std::string model() { return path("tiny.gguf"); }
+  static std::string fresh_dir(const std::string& name) {
+    fs::remove_all(*dir_ / name);
+    return path(name);
+  }
+
+  static fs::path* dir_;
+};
+fs::path* CliBadInput::dir_ = nullptr;
+
+// (a) -t: 65536 crashed in the OpenMP matmul, 32768 printed libgomp's own message.
+TEST_F(CliBadInput, ThreadCountAboveTheCapIsRejected) {
+  for (const char* t : {"65536", "32768", "100000"})
+    expect_error({"generate", "-m", model(), "-t", t, "-p", "hi", "-n", "2"}, {std::string("-t ") + t, "limit"});
+  expect_error({"logits", "-m", model(), "-t", "65536", "--tokens", "1,2", "-o", path("l.bin")}, {"-t 65536"});
+  expect_error({"bench", "-m", model(), "-t", "65536", "-p", "4", "-n", "0", "-r", "1", "--no-probe"}, {"65536"});
+  // A later entry of bench's thread list goes through the same cap.
+  expect_error({"bench", "-m", model(), "-t", "1,65536", "-p", "4", "-n", "0", "-r", "1", "--no-probe"},
+               {"thread count 65536"});
+}
+
+// (b) /dev/zero as a text file grew memory forever; a directory ran with an empty prompt.
+TEST_F(CliBadInput, DevZeroAndDirectoriesAsTextFiles) {
+  const std::string dir = path("");
+  expect_error({"generate", "-m", model(), "-f", "/dev/zero", "-n", "2"}, {"/dev/zero", "not a regular file"});
+  expect_error({"generate", "-m", model(), "-f", dir, "-n", "2"}, {dir, "is a directory"});
+  expect_error({"tokenize", "-m", model(), "-f", "/dev/zero"}, {"/dev/zero"});
+  expect_error({"tokenize", "-m", model(), "-f", dir}, {"is a directory"});
+  expect_error({"logits", "-m", model(), "--tokens-file", "/dev/zero", "-o", path("l.bin")}, {"/dev/zero"});
+  expect_error({"kl", "-m", model(), "-f", "/dev/zero", "--windows", "1"}, {"/dev/zero"});
+  expect_error({"kl", "-m", model(), "-f", dir, "--windows", "1"}, {"is a directory"});
+  expect_error({"fidelity", "-m", model(), "-f", "/dev/zero", "--windows", "1", "-o", fresh_dir("fid")}, {"/dev/zero"});
+  expect_error({"eval", "ruler", "-m", model(), "--data", "/dev/zero", "-o", fresh_dir("r1")}, {"/dev/zero"});
+  expect_error({"eval", "ruler", "-m", model(), "--tasks", "niah_single_2", "--essay", "/dev/zero", "--length", "2048", "--samples", "1", "-o",
+                fresh_dir("r2")},
+               {"/dev/zero"});
+  expect_error({"eval", "longbench", "-m", model(), "--data", "/dev/zero", "--dataset2prompt", "/dev/zero",
+                "--dataset2maxlen", "/dev/zero", "-o", fresh_dir("lb")},
+               {"/dev/zero"});
+  expect_error({"eval", "ruler", "-m", model(), "--data", dir, "-o", fresh_dir("r3")}, {"is a directory"});
+}
+
+// (c) a huge --length grew haystacks for ever before the context was checked.
+TEST_F(CliBadInput, RulerLengthAboveTheContext) {
+  expect_error({"eval", "ruler", "-m", model(), "--essay", path("text.txt"), "--length", "99999999", "-o",
+                fresh_dir("r4")},
+               {"--length 99999999", "context of 4096"});
+  expect_error({"eval", "ruler", "-m", model(), "--essay", path("text.txt"), "--length", "8192", "-c", "1024", "-o",
+                fresh_dir("r5")},
+               {"--length 8192", "1024", "-c"});
+  expect_error({"eval", "ruler", "-m", model(), "--essay", path("text.txt"), "--length", "256", "--samples",
+                "999999999", "-o", fresh_dir("r6")},
+               {"--samples 999999999"});
+}
+
+// (d) -ub 1000000000 printed std::bad_alloc.
+TEST_F(CliBadInput, UbatchAboveTheCap) {
+  expect_error({"generate", "-m", model(), "-ub", "1000000000", "-p", "hi", "-n", "2"}, {"-ub 1000000000", "65536"});
+  expect_error({"generate", "-m", model(), "-ub", "8192", "-p", "hi", "-n", "2"}, {"-ub 8192", "context size 4096"});
+  expect_error({"generate", "-m", model(), "-ub", "2048", "-c", "1024", "-p", "hi", "-n", "2"},
+               {"-ub 2048", "context size 1024", "-c"});
+  // The default -ub (512) stays valid for a context below it.
+  const auto ok = run({"generate", "-m", model(), "-c", "256", "-p", "hi", "-n", "2", "--temp", "0"});
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+}
+
+// (e) a repeated index silently dropped a sample; a stray prediction row was scored.
+TEST_F(CliBadInput, DuplicateIndexAndStrayPredictionRows) {
+  write(path("dup.jsonl"), R"({"index": 3, "input": "a\nWhat? b", "outputs": ["b"]})"
+                           "\n\n"
+                           R"({"index": 3, "input": "c\nWhat? d", "outputs": ["d"]})"
+                           "\n");
+  expect_error({"eval", "ruler", "-m", model(), "--data", path("dup.jsonl"), "-o", fresh_dir("r7")},
+               {path("dup.jsonl") + ":3:", "index 3 appears twice", "line 1"});
+
+  const std::string out = fresh_dir("r8");
+  auto r = run({"eval", "ruler", "-m", model(), "--data", path("one.jsonl"), "-o", out});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const fs::path pred = fs::path(out) / "full" / "pred" / "one.jsonl";
+  ASSERT_TRUE(fs::exists(pred));
+  std::ofstream(pred, std::ios::app) << R"({"index": 42, "pred": "ball", "outputs": ["ball"]})" << "\n";
+  expect_error({"eval", "ruler", "-m", model(), "--data", path("one.jsonl"), "-o", out},
+               {pred.string() + ":2:", "index 42", "not in"});
+  // A stored row without the fields scoring reads names the file and line too.
+  write(pred, R"({"index": 0})" "\n");
+  expect_error({"eval", "ruler", "-m", model(), "--data", path("one.jsonl"), "-o", out},
+               {pred.string() + ":1:", "'pred'"});
+}
+
+// (f) JSON errors printed [json.exception...] or basic_filebuf::underflow without the file.
+TEST_F(CliBadInput, JsonErrorsNameFileAndLine) {
+  write(path("bad.jsonl"), R"({"index": 0, "input": "a", "outputs": ["b"]})" "\n" R"({"index": 1, "input": )" "\n");
+  expect_error({"eval", "ruler", "-m", model(), "--data", path("bad.jsonl"), "-o", fresh_dir("r9")},
+               {path("bad.jsonl") + ":2:", "not valid JSON"});
+  write(path("utf8.jsonl"), "{\"index\": 0, \"input\": \"\xff\xfe\", \"outputs\": [\"b\"]}\n");
+  expect_error({"eval", "ruler", "-m", model(), "--data", path("utf8.jsonl"), "-o", fresh_dir("r10")},
+               {path("utf8.jsonl") + ":1:"});
+
+  const fs::path lb = fs::path(fresh_dir("lbdata"));
+  fs::create_directories(lb);
+  write(lb / "qasper.jsonl", R"({"input": "q", "context": "c", "answers": ["a"]})" "\n");
+  write(path("d2p.json"), R"({"qasper": "{context} {input}",)");
+  write(path("d2m.json"), R"({"qasper": 8})");
+  expect_error({"eval", "longbench", "-m", model(), "--data", lb.string(), "--dataset2prompt", path("d2p.json"),
+                "--dataset2maxlen", path("d2m.json"), "-o", fresh_dir("lbout")},
+               {path("d2p.json") + ":", "not valid JSON"});
+  expect_error({"eval", "longbench", "-m", model(), "--data", lb.string(), "--dataset2prompt", path(""),
+                "--dataset2maxlen", path("d2m.json"), "-o", fresh_dir("lbout")},
+               {"is a directory"});
+
+  const fs::path rep = fs::path(fresh_dir("rep"));
+  fs::create_directories(rep / "a");
+  write(rep / "a" / "scores.jsonl",
+        R"({"model": "m", "press": "full", "budget": 0, "task": "t", "score": 50, "n": 2})" "\nnot json\n");
+  expect_error({"report", rep.string()}, {(rep / "a" / "scores.jsonl").string() + ":2:", "not valid JSON"});
+  fs::remove(rep / "a" / "scores.jsonl");
+  write(rep / "a" / "run.json", "[1, 2");
+  expect_error({"report", rep.string()}, {(rep / "a" / "run.json").string() + ":", "not valid JSON"});
+  write(rep / "a" / "run.json", "[1, 2]");
+  expect_error({"report", rep.string()}, {"run.json must be a JSON object"});
+  fs::remove(rep / "a" / "run.json");
+  fs::create_directories(rep / "a" / "run.json");  // a directory where a file belongs
+  expect_error({"report", rep.string()}, {"is a directory"});
+}
+
+// (g) a NUL in a GGUF string cut the message; a bad tensor count was blamed on the last key.
+TEST_F(CliBadInput, GgufNulBytesAndTensorCount) {
+  const auto gguf = [](uint64_t n_tensors, const std::string& arch) {
+    std::string b = "GGUF";
+    const auto u32 = [&](uint32_t v) { b.append(reinterpret_cast<const char*>(&v), 4); };
+    const auto u64 = [&](uint64_t v) { b.append(reinterpret_cast<const char*>(&v), 8); };
+    const auto str = [&](const std::string& s) { u64(s.size()), b += s; };
+    u32(3), u64(n_tensors), u64(1);
+    str("general.architecture"), u32(8), str(arch);
+    return b;
+  };
+  write(path("nul.gguf"), gguf(0, std::string("lla\0ma", 6)));
+  expect_error({"generate", "-m", path("nul.gguf"), "-p", "hi"}, {"'lla\\x00ma'"});
+  write(path("count.gguf"), gguf(5, "llama"));
+  const auto r = run({"generate", "-m", path("count.gguf"), "-p", "hi"});
+  EXPECT_EQ(test::error_convention_problem(r), "") << r.err;
+  EXPECT_NE(r.err.find("tensor count 5"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("tensor table"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("general.architecture"), std::string::npos) << r.err;
+}
+
+// (h) report refused a folder holding one unfinished run instead of reporting the finished ones.
+TEST_F(CliBadInput, ReportSkipsUnfinishedRunsWithAWarning) {
+  const fs::path rep = fs::path(fresh_dir("rep2"));
+  fs::create_directories(rep / "done");
+  fs::create_directories(rep / "running");
+  write(rep / "done" / "run.json", R"({"model": "m", "press": "snapkv", "budget": 64})");
+  write(rep / "done" / "summary.csv", "Tasks,niah\nScore,75.00\nNulls,0/4\n");
+  write(rep / "running" / "run.json", R"({"model": "m", "press": "snapkv", "budget": 128})");
+  const auto r = run({"report", rep.string()});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("75.00"), std::string::npos) << r.out;
+  EXPECT_EQ(r.err.rfind("warning: ", 0), 0u) << r.err;
+  EXPECT_NE(r.err.find((rep / "running").string()), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  // Only unfinished runs: an error (after the warning), not an empty report.
+  expect_error({"report", (rep / "running").string()}, {"no finished runs"});
+  // A malformed summary.csv count names the file instead of printing std::stoll.
+  write(rep / "done" / "summary.csv", "Tasks,niah\nScore,75.00\nNulls,0/x\n");
+  expect_error({"report", (rep / "done").string()}, {(rep / "done" / "summary.csv").string()});
+}
+
+}  // namespace
+}  // namespace mkv

@@ -1,0 +1,85 @@
+// --press / --kv-budget / --compression-ratio: one PressConfig per command, validated where the
+// flags are parsed; the canonical spec printed by generate round-trips through --press.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "cli/cli_runner.h"
+#include "support/test_support.h"
+
+namespace mkv {
+namespace {
+
+using test::expect_one_line_error;
+using test::run_momentkv;
+
+class CliPressFlags : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = test::temp_dir();
+    model_ = (dir_ / "tiny.gguf").string();
+    const test::CliResult made = run_momentkv("make-model --shape tiny-llama -o " + model_);
+    ASSERT_EQ(made.exit_code, 0) << made.err;
+  }
+  std::string generate(const std::string& flags) const {
+    return "generate -m " + model_ + " -p 'hello world' -n 4 --temp 0 " + flags;
+  }
+  std::filesystem::path dir_;
+  std::string model_;
+};
+
+TEST_F(CliPressFlags, APressNeedsExactlyOneBudget) {
+  expect_one_line_error(run_momentkv(generate("--press snapkv")), "press 'snapkv' needs a budget");
+  expect_one_line_error(run_momentkv(generate("--kv-budget 8")), "need a --press");
+  expect_one_line_error(run_momentkv(generate("--press full --kv-budget 8")), "press 'full' keeps every token");
+  expect_one_line_error(run_momentkv(generate("--press snapkv:budget=8 --kv-budget 16")), "given twice");
+  expect_one_line_error(run_momentkv(generate("--press snapkv --kv-budget 8 --compression-ratio 0.5")), "not both");
+  expect_one_line_error(run_momentkv(generate("--press snapkv --kv-budget 0")), "--kv-budget must be in [1");
+  expect_one_line_error(run_momentkv(generate("--press snapkv --kv-budget 99999999999")), "--kv-budget must be in [1");
+  expect_one_line_error(run_momentkv(generate("--press snapkv --compression-ratio 1")), "--compression-ratio must be in [0, 1)");
+  expect_one_line_error(run_momentkv(generate("--press snapkv --press h2o --kv-budget 8")), "give one --press");
+  expect_one_line_error(run_momentkv(generate("--press snapkv:kernel=4 --kv-budget 8")), "kernel=4 must be odd");
+}
+
+TEST_F(CliPressFlags, CanonicalSpecRoundTripsThroughPress) {
+  const test::CliResult first = run_momentkv(generate("--press momentkv:rounds=2 --kv-budget 8"));
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  const std::size_t at = first.err.find("press: ");
+  ASSERT_NE(at, std::string::npos) << first.err;
+  const std::string canonical = first.err.substr(at + 7, first.err.find('\n', at) - at - 7);
+  EXPECT_NE(canonical.find("budget=8"), std::string::npos) << canonical;  // the flag's budget is in the spec
+  const test::CliResult again = run_momentkv(generate("--press " + canonical));
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(again.out, first.out);
+  EXPECT_NE(again.err.find("press: " + canonical + "\n"), std::string::npos) << again.err;
+}
+
+TEST_F(CliPressFlags, BudgetListsComeFromBudgetsOnly) {
+  const auto text = dir_ / "text.txt";
+  expect_one_line_error(run_momentkv("kl -m " + model_ + " --press snapkv:budget=8 --budgets 8"),
+                        "give budgets with --budgets");
+  expect_one_line_error(run_momentkv("fidelity -m " + model_ + " --press snapkv:ratio=0.5 -o " + (dir_ / "f").string()),
+                        "give budgets with --budgets");
+  expect_one_line_error(run_momentkv("eval ruler -m " + model_ + " --press h2o:budget=8 -o " + (dir_ / "e").string()),
+                        "give budgets with --budgets");
+  expect_one_line_error(run_momentkv("bench -m " + model_ + " --kv-budget 8 -p 0 -n 2 -r 1 --no-probe"), "need a --press");
+  expect_one_line_error(run_momentkv("bench -m " + model_ + " --press snapkv -p 0 -n 2 -d 8 -r 1 --no-probe"),
+                        "press 'snapkv' needs a budget");
+  expect_one_line_error(run_momentkv("kl -m " + model_ + " --press adakv:scorer=momentkv --budgets 8"),
+                        "momentkv:alloc=adaptive");
+}
+
+// bench checks each test against the model's context before allocating anything (the tiny model
+// has 4096 positions), and prefills the depth again per repetition when they would not all fit.
+TEST_F(CliPressFlags, BenchTestsMustFitTheContext) {
+  expect_one_line_error(run_momentkv("bench -m " + model_ + " -p 100000000 -n 0 -r 1 --no-probe"),
+                        "bench pp100000000: needs 100000001 positions");
+  expect_one_line_error(run_momentkv("bench -m " + model_ + " -p 0 -n 4 -d 99999999 -r 1 --no-probe"),
+                        "more than the model's context of 4096");
+  const test::CliResult fits = run_momentkv("bench -m " + model_ + " -p 3000 -n 0 -r 2 --no-probe -o json");
+  ASSERT_EQ(fits.exit_code, 0) << fits.err;
+  EXPECT_NE(fits.out.find("\"test\": \"pp3000\""), std::string::npos) << fits.out;
+}
+
+}  // namespace
+}  // namespace mkv
