@@ -101,9 +101,9 @@ int run_eval_longbench(const EvalLongBenchOptions& o) {
   c.max_length = o.max_length;
   LoadedModel m = fill_run_config(o.common, c);
   const auto summary = eval::run_longbench_eval(*m.transformer, *m.tokenizer, c, std::cerr);
-  for (std::size_t i = 0; i < summary.result_dirs.size(); ++i) {
-    fmt::print("{}\n", summary.result_dirs[i].string());
-    for (const auto& [dataset, score] : summary.results[i]) fmt::print("  {}: {:.2f}\n", dataset, score);
+  for (std::size_t i = 0; i < summary.run_dirs.size(); ++i) {
+    fmt::print("{}\n", summary.run_dirs[i].string());
+    for (const auto& [dataset, score] : summary.scores[i]) fmt::print("  {}: {:.2f}\n", dataset, score);
   }
   if (summary.stopped_early)
     fmt::print(stderr, "stopped after {} new predictions (--max-samples); run again to resume\n", summary.predicted);

@@ -2,14 +2,14 @@
 
 #include <fmt/format.h>
 
-#include <fstream>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
 #include <ostream>
 
 #include "core/error.h"
-#include "core/progress.h"
+#include "eval/runner/eval_runner.h"
 #include "eval/metrics/ruler_metrics.h"
 #include "eval/ruler/ruler_generator.h"
 #include "model/chat_template.h"
@@ -53,11 +53,82 @@ void check_stored_rows(const ResultsStore& store, const TaskData& d) {
   store.require_field("outputs", "array of strings");
 }
 
-void write_text(const fs::path& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary);
-  MKV_CHECK(out.good(), "cannot write '{}'", path.string());
-  out << text;
-}
+// RULER in the evaluation runner: rows {index, pred, input, outputs, others, truncation, length}
+// in OUT/{run}/pred/{task}.jsonl; summary.csv per run (RULER's evaluate.py).
+class RulerBenchmark : public EvalBenchmark {
+ public:
+  using Render = std::function<std::string(std::string_view input, std::string_view answer_prefix)>;
+  RulerBenchmark(std::vector<TaskData> data, const Tokenizer& tokenizer, Protocol protocol, Render render)
+      : data_(std::move(data)), tokenizer_(tokenizer), protocol_(protocol), render_(std::move(render)) {
+    for (const TaskData& d : data_) {
+      EvalTask task{d.task, {}};
+      for (const auto& sample : d.samples) task.indices.push_back(sample.index);
+      tasks_.push_back(std::move(task));
+    }
+  }
+  const char* name() const override { return "ruler"; }
+  const std::vector<EvalTask>& tasks() const override { return tasks_; }
+  fs::path predictions_path(const fs::path& run_dir, const EvalTask& task) const override {
+    return run_dir / "pred" / (task.name + ".jsonl");
+  }
+  void check_stored(const ResultsStore& store, std::size_t task) const override { check_stored_rows(store, data_[task]); }
+
+  PreparedSample prepare(std::size_t task, std::size_t sample) const override {
+    const TaskData& d = data_[task];
+    const ruler::RulerSample& s = d.samples[sample];
+    const std::string prompt = render_(s.input, s.answer_prefix);
+    PreparedSample out;
+    out.request.max_new_tokens = d.tokens_to_generate;
+    if (protocol_ == Protocol::kvpress) {
+      const std::size_t q_in_input = ruler_question_start(s.input);
+      MKV_CHECK(q_in_input != std::string::npos,
+                "task {} sample {}: no question line to split off for --protocol kvpress", d.task, s.index);
+      split_at_question(prompt, std::string_view(s.input).substr(q_in_input, 48), tokenizer_,
+                        fmt::format("task {} sample {}", d.task, s.index), out.request);
+    } else {
+      out.request.context = tokenizer_.encode(prompt, true, true);
+    }
+    out.row = {{"index", s.index},     {"pred", ""},         {"input", prompt},   {"outputs", s.outputs},
+               {"others", s.others},   {"truncation", -1},   {"length", s.length}};
+    return out;
+  }
+  // A sample without a length of its own records what the run used: prompt + generation budget.
+  void complete(nlohmann::ordered_json& row, const GenerationResult& result,
+                const GenerationRequest& request) const override {
+    if (row["length"].get<int64_t>() <= 0) row["length"] = result.prompt_tokens + request.max_new_tokens;
+  }
+
+  std::map<std::string, double> score(const fs::path& run_dir, const std::vector<const ResultsStore*>& stores) const override {
+    std::map<std::string, double> scores;
+    std::vector<std::string> tasks, shown, nulls;
+    for (std::size_t t = 0; t < data_.size(); ++t) {
+      const ResultsStore& store = *stores[t];
+      if (store.size() == 0) continue;
+      std::vector<std::string> preds;
+      std::vector<std::vector<std::string>> refs;
+      for (const auto& row : store.rows()) {
+        preds.push_back(row.at("pred").get<std::string>());
+        refs.push_back(row.at("outputs").get<std::vector<std::string>>());
+      }
+      const RulerTaskScore score = ruler_task_score(data_[t].task, preds, refs);
+      scores[data_[t].task] = score.score;
+      tasks.push_back(data_[t].task);
+      shown.push_back(fmt::format("{:.2f}", score.score));
+      nulls.push_back(fmt::format("{}/{}", score.nulls, score.n));
+    }
+    if (!tasks.empty())
+      write_text_file(run_dir / "summary.csv", fmt::format("Tasks,{}\nScore,{}\nNulls,{}\n", fmt::join(tasks, ","),
+                                                           fmt::join(shown, ","), fmt::join(nulls, ",")));
+    return scores;
+  }
+
+ private:
+  std::vector<TaskData> data_;
+  std::vector<EvalTask> tasks_;
+  const Tokenizer& tokenizer_;
+  Protocol protocol_;
+  Render render_;
+};
 
 }  // namespace
 
@@ -68,12 +139,7 @@ RulerEvalSummary run_ruler_eval(Transformer& model, const Tokenizer& tokenizer, 
   fs::create_directories(config.output_dir);
 
   // The prompt as the model sees it: chat template around the input, then the answer prefix.
-  std::optional<ChatTemplate> chat;
-  if (config.chat_template == "auto") {
-    if (!tokenizer.vocab().chat_template.empty()) chat = ChatTemplate::for_vocab(tokenizer.vocab());
-  } else if (config.chat_template != "none") {
-    chat = ChatTemplate::by_name(config.chat_template);
-  }
+  const std::optional<ChatTemplate> chat = eval_chat_template(config.chat_template, tokenizer);
   auto render = [&](std::string_view input, std::string_view answer_prefix) {
     std::string prompt = chat ? chat->render({{"user", std::string(input)}}, true) : std::string(input);
     return prompt + std::string(answer_prefix);
@@ -126,44 +192,8 @@ RulerEvalSummary run_ruler_eval(Transformer& model, const Tokenizer& tokenizer, 
     }
   }
 
-  int64_t total = 0, already = 0;
-  std::vector<std::vector<char>> selected(data.size());
-  for (std::size_t t = 0; t < data.size(); ++t)
-    for (const auto& s : data[t].samples) selected[t].push_back(config.shard.selects(s.index));
-
-  RulerEvalSummary summary;
-  struct Run {
-    fs::path dir;
-    std::vector<std::unique_ptr<ResultsStore>> stores;
-  };
-  std::vector<Run> runs;
-  for (const PressSetting& setting : config.settings) {
-    std::string name = setting.label;
-    if (config.shard.count > 1) name += fmt::format("_shard{}of{}", config.shard.shard, config.shard.count);
-    Run run{config.output_dir / name, {}};
-    fs::create_directories(run.dir / "pred");
-    nlohmann::ordered_json meta = {{"model", config.model_name},
-                                   {"press", setting.spec},
-                                   {"budget", setting.budget},
-                                   {"protocol", protocol_name(config.protocol)},
-                                   {"benchmark", "ruler"},
-                                   {"shard", fmt::format("{}/{}", config.shard.shard, config.shard.count)}};
-    write_text(run.dir / "run.json", meta.dump(1) + "\n");
-    for (std::size_t t = 0; t < data.size(); ++t) {
-      run.stores.push_back(std::make_unique<ResultsStore>(run.dir / "pred" / (data[t].task + ".jsonl"), log));
-      check_stored_rows(*run.stores.back(), data[t]);
-      for (std::size_t i = 0; i < data[t].samples.size(); ++i) {
-        if (!selected[t][i]) continue;
-        ++total;
-        already += run.stores.back()->done(data[t].samples[i].index);
-      }
-    }
-    summary.run_dirs.push_back(run.dir);
-    runs.push_back(std::move(run));
-  }
-
   // Every prompt must fit the context (checked before any work: the longest input of each task).
-  const int64_t n_ctx = config.generator.n_ctx > 0 ? config.generator.n_ctx : model.config().context_length;
+  const int64_t n_ctx = context_tokens;
   for (const auto& d : data) {
     const ruler::RulerSample* longest = nullptr;
     for (const auto& s : d.samples)
@@ -173,69 +203,8 @@ RulerEvalSummary run_ruler_eval(Transformer& model, const Tokenizer& tokenizer, 
               d.task, longest->index, tokens, n_ctx);
   }
 
-  ProgressBar bar("ruler", total, already);
-  for (std::size_t r = 0; r < runs.size() && !summary.stopped_early; ++r) {
-    const PressSetting& setting = config.settings[r];
-    for (std::size_t t = 0; t < data.size() && !summary.stopped_early; ++t) {
-      ResultsStore& store = *runs[r].stores[t];
-      for (std::size_t i = 0; i < data[t].samples.size(); ++i) {
-        const ruler::RulerSample& s = data[t].samples[i];
-        if (!selected[t][i] || store.done(s.index)) continue;
-        if (config.max_samples >= 0 && summary.predicted >= config.max_samples) {
-          summary.stopped_early = true;
-          break;
-        }
-        const std::string prompt = render(s.input, s.answer_prefix);
-        GenerationRequest request;
-        request.max_new_tokens = data[t].tokens_to_generate;
-        if (config.protocol == Protocol::kvpress) {
-          const std::size_t q_in_input = ruler_question_start(s.input);
-          MKV_CHECK(q_in_input != std::string::npos,
-                    "task {} sample {}: no question line to split off for --protocol kvpress", data[t].task, s.index);
-          const std::string question_head = s.input.substr(q_in_input, 48);
-          const std::size_t at = prompt.rfind(question_head);
-          MKV_CHECK(at != std::string::npos && at > 0, "task {} sample {}: question not found in the prompt",
-                    data[t].task, s.index);
-          request.context = tokenizer.encode(prompt.substr(0, at), true, true);
-          request.question = tokenizer.encode(prompt.substr(at), false, true);
-        } else {
-          request.context = tokenizer.encode(prompt, true, true);
-        }
-        const mkv::GenerationResult g = generate_greedy(model, tokenizer, setting,
-                                                   request, config.generator);
-        nlohmann::ordered_json row = {{"index", s.index},    {"pred", g.text},       {"input", prompt},
-                                      {"outputs", s.outputs}, {"others", s.others},  {"truncation", -1},
-                                      {"length", s.length > 0 ? s.length : g.prompt_tokens + request.max_new_tokens}};
-        store.append(row);
-        ++summary.predicted;
-        bar.advance();
-      }
-    }
-  }
-  bar.finish();
-
-  // summary.csv per run, from every prediction on disk (this shard's).
-  for (std::size_t r = 0; r < runs.size(); ++r) {
-    std::vector<std::string> tasks, scores, nulls;
-    for (std::size_t t = 0; t < data.size(); ++t) {
-      const ResultsStore& store = *runs[r].stores[t];
-      if (store.size() == 0) continue;
-      std::vector<std::string> preds;
-      std::vector<std::vector<std::string>> refs;
-      for (const auto& row : store.rows()) {
-        preds.push_back(row.at("pred").get<std::string>());
-        refs.push_back(row.at("outputs").get<std::vector<std::string>>());
-      }
-      const RulerTaskScore score = ruler_task_score(data[t].task, preds, refs);
-      tasks.push_back(data[t].task);
-      scores.push_back(fmt::format("{:.2f}", score.score));
-      nulls.push_back(fmt::format("{}/{}", score.nulls, score.n));
-    }
-    if (tasks.empty()) continue;
-    write_text(runs[r].dir / "summary.csv", fmt::format("Tasks,{}\nScore,{}\nNulls,{}\n", fmt::join(tasks, ","),
-                                                        fmt::join(scores, ","), fmt::join(nulls, ",")));
-  }
-  return summary;
+  const RulerBenchmark benchmark(std::move(data), tokenizer, config.protocol, render);
+  return run_evaluation(model, tokenizer, config, benchmark, log);
 }
 
 }  // namespace mkv::eval

@@ -16,6 +16,7 @@
 #include "eval/results_store.h"
 #include "eval/ruler/ruler_sample.h"
 #include "eval/runner/generation.h"
+#include "eval/runner/eval_runner.h"
 #include "eval/runner/run_config.h"
 #include "model/tokenizer.h"
 #include "model/transformer.h"
@@ -34,11 +35,7 @@ struct RulerEvalConfig : EvalRunConfig {
   std::vector<std::filesystem::path> data_files;
 };
 
-struct RulerEvalSummary {
-  int64_t predicted = 0;  // new predictions made by this call
-  bool stopped_early = false;
-  std::vector<std::filesystem::path> run_dirs;
-};
+using RulerEvalSummary = EvalRunSummary;
 
 // `input` split for kvpress's protocol: [0, question_start) is context, the rest the question
 // (the last line of the task prompt, as RULER's templates put it). npos when there is no newline.

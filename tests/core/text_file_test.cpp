@@ -15,15 +15,7 @@ namespace mkv {
 namespace {
 namespace fs = std::filesystem;
 
-std::string error_of(const std::function<void()>& action) {
-  try {
-    action();
-  } catch (const MkvError& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected MkvError";
-  return "";
-}
+using test::error_of;
 
 TEST(TextFile, ReadsRegularFilesWhole) {
   const fs::path dir = test::temp_dir();

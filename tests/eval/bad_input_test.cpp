@@ -19,15 +19,7 @@ namespace mkv::eval {
 namespace {
 namespace fs = std::filesystem;
 
-std::string error_of(const std::function<void()>& action) {
-  try {
-    action();
-  } catch (const MkvError& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected MkvError";
-  return "";
-}
+using test::error_of;
 
 void write(const fs::path& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
 

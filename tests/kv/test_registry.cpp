@@ -7,20 +7,12 @@
 
 #include "core/error.h"
 #include "kv/press_registry.h"
+#include "support/test_support.h"
 
 namespace mkv {
 namespace {
 
-// The MkvError message of f(), or "" when it succeeds.
-template <typename F>
-std::string error_of(F f) {
-  try {
-    f();
-  } catch (const MkvError& e) {
-    return e.what();
-  }
-  return "";
-}
+using test::error_of;
 
 // The MkvError message of parsing spec, or "" when it succeeds.
 std::string parse_error(const std::string& spec) {

@@ -6,6 +6,8 @@
 #include <stdexcept>
 #include <unistd.h>
 
+#include "core/error.h"
+
 namespace mkv::test {
 
 std::optional<std::filesystem::path> shared_assets() {
@@ -37,6 +39,16 @@ std::string read_file(const std::filesystem::path& path) {
   std::ostringstream ss;
   ss << in.rdbuf();
   return ss.str();
+}
+
+std::string error_of(const std::function<void()>& action) {
+  try {
+    action();
+  } catch (const MkvError& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "expected MkvError";
+  return "";
 }
 
 }  // namespace mkv::test

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -17,6 +18,9 @@ std::filesystem::path temp_dir();
 
 // Reads a whole file (throws on failure).
 std::string read_file(const std::filesystem::path& path);
+
+// The message of the MkvError `action` throws; a test failure (and "") when it throws none.
+std::string error_of(const std::function<void()>& action);
 
 }  // namespace mkv::test
 

@@ -10,7 +10,7 @@
 
 #include "core/error.h"
 #include "core/text_file.h"
-#include "core/progress.h"
+#include "eval/runner/eval_runner.h"
 #include "eval/metrics/longbench_metrics.h"
 #include "model/chat_template.h"
 
@@ -51,12 +51,6 @@ void check_stored_rows(const ResultsStore& store, const std::string& dataset, co
   store.require_field("answers", "array of strings");
   store.require_field("all_classes", "array of strings");
   store.require_field("length", "integer");
-}
-
-void write_text(const fs::path& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary);
-  MKV_CHECK(out.good(), "cannot write '{}'", path.string());
-  out << text;
 }
 
 }  // namespace
@@ -124,6 +118,99 @@ bool longbench_skips_chat_template(const std::string& d) {
   return d == "trec" || d == "triviaqa" || d == "samsum" || d == "lsht" || d == "lcc" || d == "repobench-p";
 }
 
+namespace {
+
+// LongBench in the evaluation runner (pred.py + eval.py): rows {pred, answers, all_classes, length,
+// index, _id} in OUT/{run}/pred/{model}/{dataset}.jsonl; result.json {dataset: score} beside them.
+class LongBenchBenchmark : public EvalBenchmark {
+ public:
+  LongBenchBenchmark(std::vector<std::pair<std::string, std::vector<LongBenchRow>>> data, const json& prompts,
+                     const json& maxlens, const LongBenchEvalConfig& config, int64_t context_length,
+                     const std::optional<ChatTemplate>& chat, const Tokenizer& tokenizer)
+      : data_(std::move(data)), config_(config), chat_(chat), tokenizer_(tokenizer) {
+    for (const auto& [dataset, rows] : data_) {
+      EvalTask task{dataset, {}};
+      for (const LongBenchRow& row : rows) task.indices.push_back(row.index);
+      tasks_.push_back(std::move(task));
+      templates_.push_back(prompts[dataset].get<std::string>());
+      max_gen_.push_back(maxlens[dataset].get<int>());
+      max_length_.push_back(config.max_length > 0 ? config.max_length : context_length - max_gen_.back() - 1);
+    }
+  }
+  const char* name() const override { return "longbench"; }
+  const std::vector<EvalTask>& tasks() const override { return tasks_; }
+  fs::path run_dir(const fs::path& setting_dir) const override { return setting_dir / "pred" / config_.model_name; }
+  fs::path predictions_path(const fs::path& run_dir, const EvalTask& task) const override {
+    return run_dir / (task.name + ".jsonl");
+  }
+  void add_run_fields(nlohmann::ordered_json& run) const override { run["max_length"] = config_.max_length; }
+  void check_stored(const ResultsStore& store, std::size_t task) const override {
+    check_stored_rows(store, data_[task].first, data_[task].second);
+  }
+
+  PreparedSample prepare(std::size_t task, std::size_t sample) const override {
+    const std::string& dataset = data_[task].first;
+    const LongBenchRow& row = data_[task].second[sample];
+    const std::string& templ = templates_[task];
+    std::string prompt = format_longbench_prompt(templ, row, dataset);
+    // Middle truncation on the tokenised prompt (pred.py), before the chat template.
+    std::vector<int32_t> ids = tokenizer_.encode(prompt, /*add_special=*/false, /*parse_special=*/false);
+    const int64_t max_length = max_length_[task];
+    if (static_cast<int64_t>(ids.size()) > max_length) {
+      const int64_t half = max_length / 2;
+      prompt = tokenizer_.decode(std::span<const int32_t>(ids.data(), half)) +
+               tokenizer_.decode(std::span<const int32_t>(ids.data() + ids.size() - half, half));
+    }
+    const bool templated = chat_ && !longbench_skips_chat_template(dataset);
+    const std::string text = templated ? chat_->render({{"user", prompt}}, true) : prompt;
+    PreparedSample out;
+    out.request.max_new_tokens = max_gen_[task];
+    if (dataset == "samsum") out.request.stop_strings.push_back("\n");
+    if (config_.protocol == Protocol::kvpress) {
+      const std::size_t cpos = templ.find("{context}");
+      MKV_CHECK(cpos != std::string::npos, "dataset2prompt[{}]: --protocol kvpress needs a {{context}} field", dataset);
+      const std::string question = format_longbench_prompt(templ.substr(cpos + 9), row, dataset);
+      split_at_question(text, std::string_view(question).substr(0, 48), tokenizer_,
+                        fmt::format("{} row {}", dataset, row.index + 1), out.request);
+    } else {
+      out.request.context = tokenizer_.encode(text, true, true);
+    }
+    out.row = {{"pred", ""},         {"answers", row.answers}, {"all_classes", row.all_classes},
+               {"length", row.length}, {"index", row.index},    {"_id", row.id}};
+    return out;
+  }
+
+  std::map<std::string, double> score(const fs::path& run_dir, const std::vector<const ResultsStore*>& stores) const override {
+    nlohmann::ordered_json result = nlohmann::ordered_json::object();
+    std::map<std::string, double> scores;
+    for (std::size_t d = 0; d < data_.size(); ++d) {
+      const ResultsStore& store = *stores[d];
+      if (store.size() == 0) continue;
+      std::vector<LongBenchPrediction> preds;
+      for (const auto& row : store.rows())
+        preds.push_back({row.at("pred").get<std::string>(), row.at("answers").get<std::vector<std::string>>(),
+                         row.at("all_classes").get<std::vector<std::string>>(), row.value("length", int64_t{0})});
+      const double score = longbench_dataset_score(data_[d].first, preds);
+      result[data_[d].first] = score;
+      scores[data_[d].first] = score;
+    }
+    write_text_file(run_dir / "result.json", result.dump(4) + "\n");
+    return scores;
+  }
+
+ private:
+  std::vector<std::pair<std::string, std::vector<LongBenchRow>>> data_;
+  std::vector<EvalTask> tasks_;
+  std::vector<std::string> templates_;  // (datasets) dataset2prompt's template
+  std::vector<int> max_gen_;            // (datasets) generation length
+  std::vector<int64_t> max_length_;     // (datasets) prompt tokens after middle truncation
+  const LongBenchEvalConfig& config_;
+  std::optional<ChatTemplate> chat_;
+  const Tokenizer& tokenizer_;
+};
+
+}  // namespace
+
 LongBenchEvalSummary run_longbench_eval(Transformer& model, const Tokenizer& tokenizer,
                                         const LongBenchEvalConfig& config, std::ostream& log) {
   MKV_CHECK(!config.settings.empty(), "no press to run");
@@ -165,12 +252,7 @@ LongBenchEvalSummary run_longbench_eval(Transformer& model, const Tokenizer& tok
     MKV_CHECK(!rows.empty(), "--data: dataset '{}' has no rows", name);
   }
 
-  std::optional<ChatTemplate> chat;
-  if (config.chat_template == "auto") {
-    if (!tokenizer.vocab().chat_template.empty()) chat = ChatTemplate::for_vocab(tokenizer.vocab());
-  } else if (config.chat_template != "none") {
-    chat = ChatTemplate::by_name(config.chat_template);
-  }
+  const std::optional<ChatTemplate> chat = eval_chat_template(config.chat_template, tokenizer);
   const int context_length = config.generator.n_ctx > 0 ? config.generator.n_ctx : model.config().context_length;
 
   MKV_CHECK(config.max_length < context_length, "--max-length {} does not fit the context of {} (raise -c)",
@@ -186,110 +268,8 @@ LongBenchEvalSummary run_longbench_eval(Transformer& model, const Tokenizer& tok
               context_length, name, max_gen);
     format_longbench_prompt(prompts[name].get<std::string>(), LongBenchRow{}, name);
   }
-  struct Run {
-    fs::path dir;
-    std::vector<std::unique_ptr<ResultsStore>> stores;
-  };
-  std::vector<Run> runs;
-  int64_t total = 0, already = 0;
-  LongBenchEvalSummary summary;
-  for (const PressSetting& setting : config.settings) {
-    std::string name = setting.label;
-    if (config.shard.count > 1) name += fmt::format("_shard{}of{}", config.shard.shard, config.shard.count);
-    Run run{config.output_dir / name / "pred" / config.model_name, {}};
-    fs::create_directories(run.dir);
-    nlohmann::ordered_json meta = {{"model", config.model_name},
-                                   {"press", setting.spec},
-                                   {"budget", setting.budget},
-                                   {"protocol", protocol_name(config.protocol)},
-                                   {"benchmark", "longbench"},
-                                   {"max_length", config.max_length},
-                                   {"shard", fmt::format("{}/{}", config.shard.shard, config.shard.count)}};
-    write_text(run.dir / "run.json", meta.dump(1) + "\n");
-    for (const auto& [dataset, rows] : data) {
-      run.stores.push_back(std::make_unique<ResultsStore>(run.dir / (dataset + ".jsonl"), log));
-      check_stored_rows(*run.stores.back(), dataset, rows);
-      for (const auto& row : rows)
-        if (config.shard.selects(row.index)) ++total, already += run.stores.back()->done(row.index);
-    }
-    summary.result_dirs.push_back(run.dir);
-    runs.push_back(std::move(run));
-  }
-
-  ProgressBar bar("longbench", total, already);
-  for (std::size_t r = 0; r < runs.size() && !summary.stopped_early; ++r) {
-    const PressSetting& setting = config.settings[r];
-    for (std::size_t d = 0; d < data.size() && !summary.stopped_early; ++d) {
-      const std::string& dataset = data[d].first;
-      const std::string templ = prompts[dataset].get<std::string>();
-      const int max_gen = maxlens[dataset].get<int>();
-      const int64_t max_length = config.max_length > 0 ? config.max_length : context_length - max_gen - 1;
-      MKV_CHECK(max_length > 1, "--max-length: the context {} leaves no room for {}'s {} generated tokens",
-                context_length, dataset, max_gen);
-      ResultsStore& store = *runs[r].stores[d];
-      for (const LongBenchRow& row : data[d].second) {
-        if (!config.shard.selects(row.index) || store.done(row.index)) continue;
-        if (config.max_samples >= 0 && summary.predicted >= config.max_samples) {
-          summary.stopped_early = true;
-          break;
-        }
-        std::string prompt = format_longbench_prompt(templ, row, dataset);
-        // Middle truncation on the tokenised prompt (pred.py), before the chat template.
-        std::vector<int32_t> ids = tokenizer.encode(prompt, /*add_special=*/false, /*parse_special=*/false);
-        if (static_cast<int64_t>(ids.size()) > max_length) {
-          const int64_t half = max_length / 2;
-          prompt = tokenizer.decode(std::span<const int32_t>(ids.data(), half)) +
-                   tokenizer.decode(std::span<const int32_t>(ids.data() + ids.size() - half, half));
-        }
-        const bool templated = chat && !longbench_skips_chat_template(dataset);
-        const std::string text = templated ? chat->render({{"user", prompt}}, true) : prompt;
-        GenerationRequest request;
-        request.max_new_tokens = max_gen;
-        if (dataset == "samsum") request.stop_strings.push_back("\n");
-        if (config.protocol == Protocol::kvpress) {
-          const std::size_t cpos = templ.find("{context}");
-          MKV_CHECK(cpos != std::string::npos, "dataset2prompt[{}]: --protocol kvpress needs a {{context}} field", dataset);
-          const std::string question = format_longbench_prompt(templ.substr(cpos + 9), row, dataset);
-          const std::string head = question.substr(0, std::min<std::size_t>(question.size(), 48));
-          const std::size_t at = head.empty() ? std::string::npos : text.rfind(head);
-          MKV_CHECK(at != std::string::npos && at > 0, "{} row {}: the question after {{context}} was not found in the prompt",
-                    dataset, row.index + 1);
-          request.context = tokenizer.encode(text.substr(0, at), true, true);
-          request.question = tokenizer.encode(text.substr(at), false, true);
-        } else {
-          request.context = tokenizer.encode(text, true, true);
-        }
-        const mkv::GenerationResult g =
-            generate_greedy(model, tokenizer, setting, request, config.generator);
-        nlohmann::ordered_json out = {{"pred", g.text},          {"answers", row.answers},
-                                      {"all_classes", row.all_classes}, {"length", row.length},
-                                      {"index", row.index},      {"_id", row.id}};
-        store.append(out);
-        ++summary.predicted;
-        bar.advance();
-      }
-    }
-  }
-  bar.finish();
-
-  for (std::size_t r = 0; r < runs.size(); ++r) {
-    nlohmann::ordered_json result = nlohmann::ordered_json::object();
-    std::map<std::string, double> scores;
-    for (std::size_t d = 0; d < data.size(); ++d) {
-      const ResultsStore& store = *runs[r].stores[d];
-      if (store.size() == 0) continue;
-      std::vector<LongBenchPrediction> preds;
-      for (const auto& row : store.rows())
-        preds.push_back({row.at("pred").get<std::string>(), row.at("answers").get<std::vector<std::string>>(),
-                         row.at("all_classes").get<std::vector<std::string>>(), row.value("length", int64_t{0})});
-      const double score = longbench_dataset_score(data[d].first, preds);
-      result[data[d].first] = score;
-      scores[data[d].first] = score;
-    }
-    write_text(runs[r].dir / "result.json", result.dump(4) + "\n");
-    summary.results.push_back(std::move(scores));
-  }
-  return summary;
+  const LongBenchBenchmark benchmark(std::move(data), prompts, maxlens, config, context_length, chat, tokenizer);
+  return run_evaluation(model, tokenizer, config, benchmark, log);
 }
 
 }  // namespace mkv::eval

@@ -16,6 +16,7 @@
 
 #include "eval/results_store.h"
 #include "eval/runner/generation.h"
+#include "eval/runner/eval_runner.h"
 #include "eval/runner/run_config.h"
 #include "model/tokenizer.h"
 #include "model/transformer.h"
@@ -47,12 +48,7 @@ struct LongBenchEvalConfig : EvalRunConfig {
   int64_t max_length = 0;               // prompt tokens after truncation; 0 = context − generation length
 };
 
-struct LongBenchEvalSummary {
-  int64_t predicted = 0;
-  bool stopped_early = false;
-  std::vector<std::filesystem::path> result_dirs;        // the pred/{model} folders
-  std::vector<std::map<std::string, double>> results;   // per setting: dataset → score
-};
+using LongBenchEvalSummary = EvalRunSummary;  // run_dirs: the pred/{model} folders
 
 LongBenchEvalSummary run_longbench_eval(Transformer& model, const Tokenizer& tokenizer,
                                         const LongBenchEvalConfig& config, std::ostream& log);
