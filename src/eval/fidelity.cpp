@@ -150,6 +150,59 @@ void add_query(HeadFidelity& out, const SplitAttention& split, const MomentGroup
   }
 }
 
+
+// Every row of every KV head of a full cache holding T rows per head, as float32:
+// keys[l·KVH + g] (T, d_k), values[l·KVH + g] (T, d_v).
+void copy_full_rows(const KvCache& cache, int T, std::vector<std::vector<float>>& keys,
+                    std::vector<std::vector<float>>& values) {
+  const KvCacheShape& shape = cache.shape();
+  const int dk = shape.head_dim_k, dv = shape.head_dim_v;
+  keys.assign(static_cast<std::size_t>(shape.n_layers) * shape.n_kv_heads, {});
+  values.assign(keys.size(), {});
+  for (int l = 0; l < shape.n_layers; ++l)
+    for (int g = 0; g < shape.n_kv_heads; ++g) {
+      const KvHeadView view = cache.head(l, g);
+      MKV_CHECK(view.length == T, "full cache head holds {} rows, expected {}", view.length, T);
+      auto& k = keys[l * shape.n_kv_heads + g];
+      auto& v = values[l * shape.n_kv_heads + g];
+      k.resize(static_cast<std::size_t>(T) * dk);
+      v.resize(static_cast<std::size_t>(T) * dv);
+      for (int i = 0; i < T; ++i) {
+        view.key(i, k.data() + static_cast<std::size_t>(i) * dk);
+        view.value(i, v.data() + static_cast<std::size_t>(i) * dv);
+      }
+    }
+}
+
+// Turns a row's per-head sums into means, and the row's means over heads and per layer.
+void average_heads(FidelityRow& row, int L, int H) {
+  std::vector<double> masses, cosines, errors_plain, errors_nc;
+  row.cosine_per_layer.assign(L, 0.0);
+  row.error_plain_per_layer.assign(L, 0.0);
+  row.error_nc_per_layer.assign(L, 0.0);
+  std::vector<int> cos_count(L, 0);
+  for (HeadFidelity& head : row.heads) {
+    if (head.queries > 0) head.evicted_mass /= head.queries, head.error_plain /= head.queries, head.error_nc /= head.queries;
+    if (head.cosine_queries > 0) {
+      head.cosine /= head.cosine_queries;
+      cosines.push_back(head.cosine);
+      row.cosine_per_layer[head.layer] += head.cosine;
+      ++cos_count[head.layer];
+    }
+    masses.push_back(head.evicted_mass);
+    errors_plain.push_back(head.error_plain);
+    errors_nc.push_back(head.error_nc);
+    row.error_plain_per_layer[head.layer] += head.error_plain / H;
+    row.error_nc_per_layer[head.layer] += head.error_nc / H;
+  }
+  for (int l = 0; l < L; ++l)
+    row.cosine_per_layer[l] = cos_count[l] ? row.cosine_per_layer[l] / cos_count[l] : NAN;
+  row.evicted_mass = mean_of(masses);
+  row.cosine = mean_of(cosines);
+  row.error_plain = mean_of(errors_plain);
+  row.error_nc = mean_of(errors_nc);
+  row.cosine_median = median(std::move(cosines));
+}
 }  // namespace
 
 std::vector<FidelityRow> run_fidelity(Transformer& model, const std::vector<std::vector<int32_t>>& windows,
@@ -196,17 +249,8 @@ std::vector<FidelityRow> run_fidelity(Transformer& model, const std::vector<std:
     reference.set_observer(&capture);
     std::vector<float> logits(static_cast<std::size_t>(T) * mc.n_vocab);
     reference.evaluate(tokens.first(T), logits.data());
-    std::vector<std::vector<float>> K(static_cast<std::size_t>(L) * KVH), V(K.size());
-    for (int l = 0; l < L; ++l)
-      for (int g = 0; g < KVH; ++g) {
-        const KvHeadView view = reference.cache().head(l, g);
-        MKV_CHECK(view.length == T, "full cache head holds {} rows, expected {}", view.length, T);
-        auto& k = K[l * KVH + g];
-        auto& v = V[l * KVH + g];
-        k.resize(static_cast<std::size_t>(T) * dk);
-        v.resize(static_cast<std::size_t>(T) * dv);
-        for (int i = 0; i < T; ++i) view.key(i, k.data() + static_cast<std::size_t>(i) * dk), view.value(i, v.data() + static_cast<std::size_t>(i) * dv);
-      }
+    std::vector<std::vector<float>> K, V;  // (L·KVH) each (T, d_k) / (T, d_v): every row of every head
+    copy_full_rows(reference.cache(), T, K, V);
     if (on_progress) on_progress(++done, total);
 
     for (std::size_t r = 0; r < rows.size(); ++r) {
@@ -244,35 +288,7 @@ std::vector<FidelityRow> run_fidelity(Transformer& model, const std::vector<std:
     }
   }
 
-  // Means.
-  for (FidelityRow& row : rows) {
-    std::vector<double> mass, cosv, ep, en;
-    row.cosine_per_layer.assign(L, 0.0);
-    row.error_plain_per_layer.assign(L, 0.0);
-    row.error_nc_per_layer.assign(L, 0.0);
-    std::vector<int> cos_count(L, 0);
-    for (HeadFidelity& hf : row.heads) {
-      if (hf.queries > 0) hf.evicted_mass /= hf.queries, hf.error_plain /= hf.queries, hf.error_nc /= hf.queries;
-      if (hf.cosine_queries > 0) {
-        hf.cosine /= hf.cosine_queries;
-        cosv.push_back(hf.cosine);
-        row.cosine_per_layer[hf.layer] += hf.cosine;
-        ++cos_count[hf.layer];
-      }
-      mass.push_back(hf.evicted_mass);
-      ep.push_back(hf.error_plain);
-      en.push_back(hf.error_nc);
-      row.error_plain_per_layer[hf.layer] += hf.error_plain / H;
-      row.error_nc_per_layer[hf.layer] += hf.error_nc / H;
-    }
-    for (int l = 0; l < L; ++l)
-      row.cosine_per_layer[l] = cos_count[l] ? row.cosine_per_layer[l] / cos_count[l] : NAN;
-    row.evicted_mass = mean_of(mass);
-    row.cosine = mean_of(cosv);
-    row.error_plain = mean_of(ep);
-    row.error_nc = mean_of(en);
-    row.cosine_median = median(std::move(cosv));
-  }
+  for (FidelityRow& row : rows) average_heads(row, L, H);
 
   if (config.model_output) {
     CompressionEvalConfig ce;
