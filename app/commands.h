@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -209,5 +210,23 @@ struct ReportOptions {
   std::string output_dir;            // -o: report.md + SVG plots
 };
 int run_report(const ReportOptions& options);
+
+}  // namespace mkv::cli
+
+namespace mkv::cli {
+
+struct ServeOptions {
+  ModelOptions model;
+  std::string host = "127.0.0.1";     // --host
+  int port = 8080;                    // --port (0 = any free port)
+  int parallel = 1;                   // -np / --parallel
+  std::string api_key;                // --api-key (else $MOMENTKV_API_KEY)
+  int timeout_seconds = 600;          // --timeout: connection read/write timeout
+  std::string chat_template;          // --chat-template override
+  PressConfig press;                  // --press with --kv-budget | --compression-ratio (default: full)
+  std::optional<Budget> budget;       // the budget flags, for request presses that name none
+  bool compress_each_chunk = false;   // --compress-chunks
+};
+int run_serve(const ServeOptions& options);
 
 }  // namespace mkv::cli

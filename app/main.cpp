@@ -24,6 +24,7 @@ std::vector<std::string> normalise_args(int argc, char** argv) {
   static const std::map<std::string, std::string> aliases = {
       {"-ub", "--ubatch-size"}, {"-ctk", "--cache-type-k"}, {"-ctv", "--cache-type-v"},
       {"-tb", "--threads-batch"}, {"-cnv", "--conversation"}, {"-sys", "--system-prompt"},
+      {"-np", "--parallel"},
   };
   std::vector<std::string> args;
   for (int i = argc - 1; i >= 1; --i) {  // CLI11 wants them in reverse order
@@ -256,6 +257,22 @@ int main(int argc, char** argv) {
   eval_longbench->add_option("--dataset2maxlen", elb.dataset2maxlen, "LongBench config/dataset2maxlen.json")->required();
   eval_longbench->add_option("--datasets", elb.datasets, "comma-separated datasets (default: every file in --data)");
   eval_longbench->add_option("--max-length", elb.max_length, "prompt tokens after middle truncation (0 = context − generation length)");
+  ServeOptions srv;
+  PressFlags serve_press;
+  auto* serve_cmd = app.add_subcommand("serve", "OpenAI-compatible HTTP server: /v1/completions, /v1/chat/completions, "
+                                                "per-request kv_press / kv_budget (llama-server flags)");
+  add_model_flags(*serve_cmd, srv.model);
+  serve_cmd->add_option("--host", srv.host, "address to listen on")->capture_default_str();
+  serve_cmd->add_option("--port", srv.port, "port (0 = any free port, printed at start)")->capture_default_str();
+  serve_cmd->add_option("--parallel", srv.parallel, "requests served at once (-np; this version: 1)")->capture_default_str();
+  serve_cmd->add_option("--api-key", srv.api_key, "require 'Authorization: Bearer KEY' (default: $MOMENTKV_API_KEY)");
+  serve_cmd->add_option("--timeout", srv.timeout_seconds, "connection read/write timeout in seconds")->capture_default_str();
+  serve_cmd->add_option("--chat-template", srv.chat_template, "override the model's template: llama3 | chatml | qwen3");
+  serve_cmd->add_option("--press", serve_press.specs, "default press of requests that name none (see `momentkv presses`)");
+  serve_press.kv_budget_flag = serve_cmd->add_option("--kv-budget", serve_press.kv_budget, "default budget: tokens per KV head");
+  serve_press.ratio_flag = serve_cmd->add_option("--compression-ratio", serve_press.compression_ratio, "default budget: fraction removed");
+  serve_cmd->add_flag("--compress-chunks", srv.compress_each_chunk, "compress after every prefill chunk (bounded memory)");
+
   ReportOptions rep;
   auto* report_cmd = app.add_subcommand("report", "merge result folders into a markdown table and score-vs-budget SVG plots");
   report_cmd->add_option("folders", rep.folders, "result folders (searched recursively)")->required();
@@ -289,6 +306,13 @@ int main(int argc, char** argv) {
     bo.presses = bench_press.with_budget();
     er.common.presses = ruler_press.without_budget();
     elb.common.presses = longbench_press.without_budget();
+    if (serve_cmd->parsed()) {
+      const std::vector<mkv::PressConfig> presses = serve_press.with_budget();
+      MKV_CHECK(presses.size() <= 1, "give one --press for serve, got {}", presses.size());
+      if (!presses.empty()) srv.press = presses.front();
+      srv.budget = serve_press.budget();
+      return run_serve(srv);
+    }
     if (generate->parsed()) return run_generate(gen);
     if (logits->parsed()) return run_logits(lg);
     if (make_model->parsed()) return run_make_model(mm);

@@ -69,6 +69,15 @@ TEST_F(CliPressFlags, BudgetListsComeFromBudgetsOnly) {
                         "momentkv:alloc=adaptive");
 }
 
+// serve validates its flags before it binds a port (it would otherwise run until stopped).
+TEST_F(CliPressFlags, ServeRejectsBadFlagsBeforeListening) {
+  expect_one_line_error(run_momentkv("serve -m " + model_ + " --press snapkv"), "press 'snapkv' needs a budget");
+  expect_one_line_error(run_momentkv("serve -m " + model_ + " --kv-budget 8"), "need a --press");
+  expect_one_line_error(run_momentkv("serve -m " + model_ + " --port 70000"), "--port must be in [0, 65535]");
+  expect_one_line_error(run_momentkv("serve -m " + model_ + " -np 4"), "one request at a time");
+  expect_one_line_error(run_momentkv("serve -m " + model_ + " --timeout 0"), "--timeout must be positive");
+}
+
 // bench checks each test against the model's context before allocating anything (the tiny model
 // has 4096 positions), and prefills the depth again per repetition when they would not all fit.
 TEST_F(CliPressFlags, BenchTestsMustFitTheContext) {

@@ -1,0 +1,61 @@
+// momentkv serve: the OpenAI-compatible server (src/serve/server.h) on a loaded model. SIGINT and
+// SIGTERM stop it: the listener closes, requests in progress finish, then the process exits.
+#include <fmt/format.h>
+#include <signal.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <thread>
+
+#include "commands.h"
+#include "core/error.h"
+#include "serve/server.h"
+
+namespace mkv::cli {
+
+int run_serve(const ServeOptions& o) {
+  MKV_CHECK(o.port >= 0 && o.port <= 65535, "--port must be in [0, 65535] (0 = any free port), got {}", o.port);
+  MKV_CHECK(o.parallel == 1, "-np {}: this version serves one request at a time; give -np 1", o.parallel);
+  MKV_CHECK(o.timeout_seconds > 0, "--timeout must be positive (seconds), got {}", o.timeout_seconds);
+  // Signals are taken by one thread (sigwait) rather than a handler: blocked here, before any
+  // thread starts, so that every thread inherits the mask.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
+  LoadedModel m = load_model(o.model);
+  serve::ServerOptions so;
+  so.host = o.host;
+  so.port = o.port;
+  so.api_key = o.api_key;
+  if (so.api_key.empty())
+    if (const char* env = std::getenv("MOMENTKV_API_KEY")) so.api_key = env;
+  so.timeout_seconds = o.timeout_seconds;
+  so.model_name = std::filesystem::path(m.file->path()).stem().string();
+  so.chat_template = o.chat_template;
+  so.press = o.press;
+  so.budget = o.budget;
+  so.ubatch = o.model.ubatch;
+  so.n_ctx = o.model.ctx;
+  so.kv_storage = m.kv_storage;
+  so.compress_each_chunk = o.compress_each_chunk;
+  serve::Server server(*m.transformer, *m.tokenizer, so);
+  const int port = server.bind();
+  fmt::print(stderr, "momentkv serve: listening on http://{}:{} (model {}, press {}{})\n", o.host, port, so.model_name,
+             so.press.spec(), so.api_key.empty() ? "" : ", API key required");
+  std::thread signals([&server, stop_signals] {
+    int signal = 0;
+    sigwait(&stop_signals, &signal);
+    fmt::print(stderr, "momentkv serve: {} received, finishing the requests in progress\n",
+               signal == SIGINT ? "SIGINT" : "SIGTERM");
+    server.stop();
+  });
+  signals.detach();
+  server.run();
+  fmt::print(stderr, "momentkv serve: stopped\n");
+  return 0;
+}
+
+}  // namespace mkv::cli

@@ -1,0 +1,231 @@
+#include "serve/openai_api.h"
+
+#include <cmath>
+#include <limits>
+
+#include "core/error.h"
+#include "core/text_file.h"
+
+namespace mkv::serve {
+namespace {
+
+using nlohmann::json;
+
+[[noreturn]] void bad(const std::string& param, const std::string& message) {
+  throw ApiError(400, "invalid_request_error", message, param);
+}
+
+double number(const json& body, const char* key, double lo, double hi) {
+  const json& v = body.at(key);
+  if (!v.is_number()) bad(key, fmt::format("'{}' must be a number", key));
+  const double x = v.get<double>();
+  if (!std::isfinite(x) || x < lo || x > hi) bad(key, fmt::format("'{}' must be in [{}, {}], got {}", key, lo, hi, v.dump()));
+  return x;
+}
+
+int64_t integer(const json& body, const char* key, int64_t lo, int64_t hi) {
+  const json& v = body.at(key);
+  if (!v.is_number_integer()) bad(key, fmt::format("'{}' must be an integer", key));
+  if (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(std::numeric_limits<int64_t>::max()))
+    bad(key, fmt::format("'{}' is out of range", key));
+  const int64_t x = v.get<int64_t>();
+  if (x < lo || x > hi) bad(key, fmt::format("'{}' must be in [{}, {}], got {}", key, lo, hi, x));
+  return x;
+}
+
+std::string text(const json& v, const std::string& key) {
+  if (!v.is_string()) bad(key, fmt::format("'{}' must be a string", key));
+  return v.get<std::string>();
+}
+
+bool boolean(const json& body, const char* key) {
+  const json& v = body.at(key);
+  if (!v.is_boolean()) bad(key, fmt::format("'{}' must be true or false", key));
+  return v.get<bool>();
+}
+
+// OpenAI's message content: a string, or an array of {"type": "text", "text": ...} parts.
+std::string message_content(const json& content, const std::string& where) {
+  if (content.is_string()) return content.get<std::string>();
+  if (!content.is_array()) bad(where, fmt::format("'{}' must be a string or an array of text parts", where));
+  std::string out;
+  for (const json& part : content) {
+    if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") || !part["text"].is_string())
+      bad(where, fmt::format("'{}': only {{\"type\": \"text\", \"text\": ...}} parts are supported", where));
+    out += part["text"].get<std::string>();
+  }
+  return out;
+}
+
+}  // namespace
+
+json error_body(const ApiError& error) {
+  return {{"error",
+           {{"message", error.what()},
+            {"type", error.type},
+            {"param", error.param.empty() ? json(nullptr) : json(error.param)},
+            {"code", error.status}}}};
+}
+
+CompletionRequest parse_completion_request(const std::string& body, bool chat, uint64_t random_seed) {
+  json j;
+  try {
+    j = json::parse(body);
+  } catch (const json::exception& e) {
+    bad("", fmt::format("the request body is not valid JSON ({})", json_error_text(e.what())));
+  }
+  if (!j.is_object()) bad("", "the request body must be a JSON object");
+  CompletionRequest r;
+  r.chat = chat;
+  r.sampling.seed = random_seed;
+  if (chat) {
+    if (!j.contains("messages")) bad("messages", "'messages' is required");
+    const json& messages = j["messages"];
+    if (!messages.is_array() || messages.empty()) bad("messages", "'messages' must be a non-empty array");
+    for (std::size_t i = 0; i < messages.size(); ++i) {
+      const std::string where = fmt::format("messages[{}]", i);
+      const json& m = messages[i];
+      if (!m.is_object() || !m.contains("role") || !m.contains("content"))
+        bad(where, fmt::format("'{}' must be an object with 'role' and 'content'", where));
+      const std::string role = text(m["role"], where + ".role");
+      if (role != "system" && role != "user" && role != "assistant" && role != "tool")
+        bad(where + ".role", fmt::format("'{}.role' must be system, user, assistant or tool, got '{}'", where, role));
+      r.messages.push_back({role, message_content(m["content"], where + ".content")});
+    }
+  } else {
+    if (!j.contains("prompt")) bad("prompt", "'prompt' is required");
+    const json& prompt = j["prompt"];
+    if (prompt.is_array()) {
+      if (prompt.size() != 1 || !prompt[0].is_string())
+        bad("prompt", "'prompt' must be a string (an array holding one string is accepted)");
+      r.prompt = prompt[0].get<std::string>();
+    } else {
+      r.prompt = text(prompt, "prompt");
+    }
+  }
+  constexpr int64_t kMaxTokens = 1 << 24;
+  if (j.contains("max_tokens") && !j["max_tokens"].is_null()) r.max_tokens = int(integer(j, "max_tokens", -1, kMaxTokens));
+  if (j.contains("max_completion_tokens") && !j["max_completion_tokens"].is_null())
+    r.max_tokens = int(integer(j, "max_completion_tokens", -1, kMaxTokens));
+  if (j.contains("n_predict")) r.max_tokens = int(integer(j, "n_predict", -1, kMaxTokens));
+  if (j.contains("temperature") && !j["temperature"].is_null()) r.sampling.temperature = float(number(j, "temperature", 0, 100));
+  if (j.contains("top_p") && !j["top_p"].is_null()) {
+    r.sampling.top_p = float(number(j, "top_p", 0, 1));
+    if (r.sampling.top_p <= 0) bad("top_p", "'top_p' must be in (0, 1]");
+  }
+  if (j.contains("top_k")) r.sampling.top_k = int(integer(j, "top_k", 0, 1 << 30));
+  if (j.contains("min_p")) r.sampling.min_p = float(number(j, "min_p", 0, 1));
+  if (j.contains("seed") && !j["seed"].is_null()) r.sampling.seed = uint64_t(integer(j, "seed", std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max()));
+  if (j.contains("stop") && !j["stop"].is_null()) {
+    const json& stop = j["stop"];
+    if (stop.is_string()) {
+      r.stop.push_back(stop.get<std::string>());
+    } else if (stop.is_array() && stop.size() <= 16) {
+      for (const json& s : stop) r.stop.push_back(text(s, "stop"));
+    } else {
+      bad("stop", "'stop' must be a string or an array of at most 16 strings");
+    }
+  }
+  if (j.contains("n") && !j["n"].is_null() && integer(j, "n", 1, 1) != 1) bad("n", "only n=1 is supported");
+  if (j.contains("stream") && !j["stream"].is_null()) r.stream = boolean(j, "stream");
+  if (j.contains("ignore_eos")) r.ignore_eos = boolean(j, "ignore_eos");
+  if (j.contains("stream_options") && j["stream_options"].is_object() && j["stream_options"].contains("include_usage"))
+    r.include_usage = j["stream_options"]["include_usage"].is_boolean() && j["stream_options"]["include_usage"].get<bool>();
+  if (j.contains("model") && j["model"].is_string()) r.model = j["model"].get<std::string>();
+  if (j.contains("kv_press") && !j["kv_press"].is_null()) r.kv_press = text(j["kv_press"], "kv_press");
+  if (j.contains("kv_budget") && !j["kv_budget"].is_null()) r.kv_budget = integer(j, "kv_budget", std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max());
+  if (j.contains("kv_compression_ratio") && !j["kv_compression_ratio"].is_null()) {
+    if (!j["kv_compression_ratio"].is_number()) bad("kv_compression_ratio", "'kv_compression_ratio' must be a number");
+    r.kv_compression_ratio = j["kv_compression_ratio"].get<double>();
+  }
+  return r;
+}
+
+PressConfig request_press(const CompletionRequest& request, const PressConfig& server_press,
+                          const std::optional<Budget>& server_budget) {
+  if (request.kv_budget && request.kv_compression_ratio)
+    bad("kv_budget", "give kv_budget or kv_compression_ratio, not both");
+  if (request.kv_budget && (*request.kv_budget < 1 || *request.kv_budget > 1'000'000'000))
+    bad("kv_budget", fmt::format("'kv_budget' must be in [1, 1000000000] tokens per KV head, got {}", *request.kv_budget));
+  if (request.kv_compression_ratio &&
+      !(std::isfinite(*request.kv_compression_ratio) && *request.kv_compression_ratio >= 0 && *request.kv_compression_ratio < 1))
+    bad("kv_compression_ratio", fmt::format("'kv_compression_ratio' must be in [0, 1) (the fraction of tokens removed), got {}",
+                                            *request.kv_compression_ratio));
+  const std::string budget_field = request.kv_budget ? "kv_budget" : "kv_compression_ratio";
+  std::optional<Budget> budget;
+  try {
+    budget = PressConfig::budget_from_flags(request.kv_budget, request.kv_compression_ratio);
+  } catch (const MkvError& e) {
+    bad(budget_field, e.what());
+  }
+  // The press: the request's, else the server's; the budget: the request's, else the spec's, else
+  // the server's budget flags.
+  PressConfig press;
+  try {
+    press = PressConfig::parse(request.kv_press ? *request.kv_press : server_press.as_given());
+  } catch (const MkvError& e) {
+    bad("kv_press", e.what());
+  }
+  if (budget) {
+    if (press.is_full()) bad(budget_field, fmt::format("{} needs a compressing press: give kv_press too (the {} press is 'full')",
+                                                       budget_field, request.kv_press ? "requested" : "server's"));
+    if (press.budget()) bad(budget_field, fmt::format("kv_press '{}' carries its own budget; give {} or the spec's budget, not both",
+                                                      *request.kv_press, budget_field));
+    return press.with_budget(*budget);
+  }
+  if (!request.kv_press) return server_press;
+  if (!press.budget() && !press.is_full()) {
+    if (!server_budget)
+      bad("kv_press", fmt::format("press '{}' needs a budget: give kv_budget or kv_compression_ratio (or budget= in kv_press)",
+                                  press.name()));
+    press = press.with_budget(*server_budget);
+  }
+  return press;
+}
+
+json usage_json(const CompletionOutcome& o) {
+  return {{"prompt_tokens", o.prompt_tokens},
+          {"completion_tokens", o.completion_tokens},
+          {"total_tokens", o.prompt_tokens + o.completion_tokens},
+          {"kv_bytes_held", o.kv_bytes_held},
+          {"kv_bytes_full", o.kv_bytes_full},
+          {"kv_press", o.press}};
+}
+
+json completion_response(const CompletionRequest& request, const CompletionOutcome& outcome, const std::string& id,
+                         int64_t created, const std::string& model) {
+  json choice = {{"index", 0}, {"finish_reason", outcome.finish_reason}};
+  if (request.chat) {
+    choice["message"] = {{"role", "assistant"}, {"content", outcome.text}};
+  } else {
+    choice["text"] = outcome.text;
+    choice["logprobs"] = nullptr;
+  }
+  return {{"id", id},
+          {"object", request.chat ? "chat.completion" : "text_completion"},
+          {"created", created},
+          {"model", model},
+          {"choices", json::array({choice})},
+          {"usage", usage_json(outcome)}};
+}
+
+json stream_chunk(const CompletionRequest& request, const std::string& id, int64_t created, const std::string& model,
+                  const std::string& text, bool first, const std::optional<std::string>& finish_reason) {
+  json choice = {{"index", 0}, {"finish_reason", finish_reason ? json(*finish_reason) : json(nullptr)}};
+  if (request.chat) {
+    json delta = json::object();
+    if (first) delta["role"] = "assistant";
+    if (!text.empty() || (first && !finish_reason)) delta["content"] = text;
+    choice["delta"] = delta;
+  } else {
+    choice["text"] = text;
+    choice["logprobs"] = nullptr;
+  }
+  return {{"id", id},
+          {"object", request.chat ? "chat.completion.chunk" : "text_completion"},
+          {"created", created},
+          {"model", model},
+          {"choices", json::array({choice})}};
+}
+
+}  // namespace mkv::serve

@@ -1,0 +1,82 @@
+// The OpenAI-compatible request and response shapes of `momentkv serve` (llama-server's habits):
+// a request body parsed and validated into a CompletionRequest, errors as OpenAI's error body, and
+// the completion / chat completion responses and stream chunks. Pure functions: no HTTP here.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "kv/press_config.h"
+#include "model/chat_template.h"
+#include "model/sampler.h"
+
+namespace mkv::serve {
+
+// A request the server refuses: HTTP status, OpenAI error type and the offending field.
+class ApiError : public std::runtime_error {
+ public:
+  ApiError(int status, std::string type, const std::string& message, std::string param = "")
+      : std::runtime_error(message), status(status), type(std::move(type)), param(std::move(param)) {}
+  int status;
+  std::string type;   // invalid_request_error, authentication_error, not_found_error, ...
+  std::string param;  // the request field at fault; empty when none
+};
+
+// {"error": {"message", "type", "param", "code"}} (param null when empty).
+nlohmann::json error_body(const ApiError& error);
+
+struct CompletionRequest {
+  bool chat = false;
+  std::string prompt;                  // /v1/completions
+  std::vector<ChatMessage> messages;   // /v1/chat/completions
+  int max_tokens = -1;                 // max_tokens / n_predict; -1 = until end of generation or context
+  SamplerParams sampling;              // llama-server's defaults; seed random unless given
+  std::vector<std::string> stop;       // stop strings
+  bool ignore_eos = false;
+  bool stream = false;
+  bool include_usage = false;          // stream_options.include_usage
+  std::string model;                   // echoed back ("" = the server's model name)
+  // Compression extensions; absent = the server's --press / --kv-budget / --compression-ratio.
+  std::optional<std::string> kv_press;
+  std::optional<int64_t> kv_budget;
+  std::optional<double> kv_compression_ratio;
+};
+
+// Parses a /v1/completions (chat = false) or /v1/chat/completions body. ApiError 400 naming the
+// field for malformed JSON, a wrong type, an out-of-range value or an unsupported option (n > 1).
+// `random_seed` is used when the request gives no seed.
+CompletionRequest parse_completion_request(const std::string& body, bool chat, uint64_t random_seed);
+
+// The request's press: its kv_press spec (else the server's), with its kv_budget /
+// kv_compression_ratio (else the server's budget flags, unless the spec carries a budget).
+// ApiError 400 naming kv_press / kv_budget / kv_compression_ratio when invalid.
+PressConfig request_press(const CompletionRequest& request, const PressConfig& server_press,
+                          const std::optional<Budget>& server_budget);
+
+// What a finished generation reports, for the response bodies.
+struct CompletionOutcome {
+  std::string text;
+  std::string finish_reason;  // "stop" | "length"
+  int64_t prompt_tokens = 0;
+  int64_t completion_tokens = 0;
+  int64_t kv_bytes_held = 0;   // after the prompt was compressed
+  int64_t kv_bytes_full = 0;   // the same prompt uncompressed
+  std::string press;           // canonical spec, "full" without compression
+};
+
+nlohmann::json usage_json(const CompletionOutcome& outcome);
+// A complete (non-streamed) response: "text_completion" or "chat.completion".
+nlohmann::json completion_response(const CompletionRequest& request, const CompletionOutcome& outcome,
+                                   const std::string& id, int64_t created, const std::string& model);
+// One stream chunk: a text delta (finish_reason null), or the final chunk (finish_reason set,
+// empty delta). `first` adds the assistant role to a chat delta.
+nlohmann::json stream_chunk(const CompletionRequest& request, const std::string& id, int64_t created,
+                            const std::string& model, const std::string& text, bool first,
+                            const std::optional<std::string>& finish_reason);
+
+}  // namespace mkv::serve

@@ -1,0 +1,284 @@
+#include "serve/server.h"
+
+#include <fmt/format.h>
+#include <httplib.h>
+
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <random>
+
+#include "core/error.h"
+#include "engine/generation.h"
+#include "serve/openai_api.h"
+
+namespace mkv::serve {
+namespace {
+
+using nlohmann::json;
+
+int64_t unix_seconds() {
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+// Invalid UTF-8 (from a request, echoed in a message or a reply piece) is sent as U+FFFD: dump()
+// would otherwise throw.
+std::string dump(const json& body) { return body.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+void send_json(httplib::Response& res, int status, const json& body) {
+  res.status = status;
+  res.set_content(dump(body), "application/json");
+}
+
+void send_error(httplib::Response& res, const ApiError& error) { send_json(res, error.status, error_body(error)); }
+
+}  // namespace
+
+struct Server::State {
+  Transformer& model;
+  const Tokenizer& tokenizer;
+  ServerOptions options;
+  int n_ctx;
+  std::mutex slot;                     // one sequence at a time
+  std::atomic<uint64_t> request_count{0};
+  // /metrics counters
+  std::atomic<int64_t> requests_total{0}, prompt_tokens_total{0}, completion_tokens_total{0};
+  std::atomic<int64_t> kv_bytes_held{0}, kv_bytes_full{0}, requests_processing{0}, requests_waiting{0};
+  std::atomic<double> decode_seconds_total{0.0};
+
+  State(Transformer& m, const Tokenizer& t, ServerOptions o)
+      : model(m), tokenizer(t), options(std::move(o)),
+        n_ctx(options.n_ctx > 0 ? options.n_ctx : m.config().context_length) {}
+
+  // The prompt tokens of a request; ApiError when it is empty or does not fit the context.
+  std::vector<int32_t> prompt_tokens(const CompletionRequest& r) const {
+    std::string prompt = r.prompt;
+    if (r.chat) {
+      try {
+        prompt = ChatTemplate::for_vocab(tokenizer.vocab(), options.chat_template).render(r.messages, true);
+      } catch (const MkvError& e) {
+        throw ApiError(400, "invalid_request_error", fmt::format("chat completions need a chat template: {}", e.what()),
+                       "messages");
+      }
+    }
+    std::vector<int32_t> tokens = tokenizer.encode(prompt, /*add_special=*/true, /*parse_special=*/r.chat);
+    if (tokens.empty()) throw ApiError(400, "invalid_request_error", "the prompt is empty", r.chat ? "messages" : "prompt");
+    if (int64_t(tokens.size()) >= n_ctx)
+      throw ApiError(400, "exceed_context_size_error",
+                     fmt::format("the prompt has {} tokens, the context holds {}", tokens.size(), n_ctx),
+                     r.chat ? "messages" : "prompt");
+    return tokens;
+  }
+
+  // Runs one generation; on_text receives the reply as it becomes final (false: the client left).
+  CompletionOutcome run(const CompletionRequest& r, const PressConfig& press_config, std::span<const int32_t> tokens,
+                        Sampler& sampler, const std::function<bool(std::string_view)>& on_text) {
+    const std::unique_ptr<Press> press = press_config.is_full() ? nullptr : press_config.make();
+    SessionOptions so;
+    so.ubatch = options.ubatch;
+    so.n_ctx = n_ctx;
+    so.kv_storage = options.kv_storage;
+    so.press = press.get();
+    so.compress_each_chunk = options.compress_each_chunk;
+    Session session(model, so);
+    GenerationParams params;
+    params.max_new_tokens = r.max_tokens;
+    params.ignore_eos = r.ignore_eos;
+    params.stop = r.stop;
+    params.reply_starts_text = r.chat;  // a completion continues its prompt; a chat reply stands alone
+    CompletionOutcome out;
+    out.press = press ? press->spec() : "full";
+    GenerationCallbacks callbacks;
+    callbacks.pick = [&](std::span<const float> logits) { return sampler.sample(logits); };
+    callbacks.on_text = on_text;
+    callbacks.on_prompt = [&] {
+      const KvCache& cache = session.cache();
+      out.kv_bytes_held = int64_t(cache.bytes_held());
+      out.kv_bytes_full = int64_t{session.n_past()} * cache.shape().n_layers * cache.shape().n_kv_heads *
+                          int64_t(cache.row_bytes());
+    };
+    const GenerationResult g = generate(session, tokenizer, {tokens, {}}, params, callbacks);
+    out.text = g.text;
+    out.prompt_tokens = g.prompt_tokens;
+    out.completion_tokens = int64_t(g.tokens.size());
+    out.finish_reason = g.stop == StopReason::MaxTokens || g.stop == StopReason::ContextFull ? "length" : "stop";
+    requests_total += 1;
+    prompt_tokens_total += out.prompt_tokens;
+    completion_tokens_total += out.completion_tokens;
+    kv_bytes_held = out.kv_bytes_held;
+    kv_bytes_full = out.kv_bytes_full;
+    decode_seconds_total = decode_seconds_total + g.decode_seconds;
+    return out;
+  }
+
+  void completion(const httplib::Request& req, httplib::Response& res, bool chat) {
+    const CompletionRequest r = parse_completion_request(req.body, chat, std::random_device{}());
+    const PressConfig press = request_press(r, options.press, options.budget);
+    auto sampler = std::make_shared<Sampler>([&] {
+      try {
+        return Sampler(r.sampling);
+      } catch (const MkvError& e) {
+        throw ApiError(400, "invalid_request_error", e.what(), "temperature");
+      }
+    }());
+    const std::string id = fmt::format("{}-{}", chat ? "chatcmpl" : "cmpl", ++request_count);
+    const int64_t created = unix_seconds();
+    const std::string model_name = r.model.empty() ? options.model_name : r.model;
+    requests_waiting += 1;
+    auto held = std::make_shared<std::unique_lock<std::mutex>>(slot);  // waits for the request in progress
+    requests_waiting -= 1;
+    const std::vector<int32_t> tokens = prompt_tokens(r);
+    if (!r.stream) {
+      requests_processing += 1;
+      const CompletionOutcome out = run(r, press, tokens, *sampler, {});
+      requests_processing -= 1;
+      send_json(res, 200, completion_response(r, out, id, created, model_name));
+      return;
+    }
+    // Server-sent events; the provider runs on this connection's thread after the handler returns
+    // and keeps the slot until the stream ends.
+    res.set_header("Cache-Control", "no-cache");
+    res.set_chunked_content_provider(
+        "text/event-stream",
+        [this, r, press, tokens, sampler, held, id, created, model_name](size_t, httplib::DataSink& sink) {
+          auto event = [&](const json& body) {
+            const std::string line = "data: " + dump(body) + "\n\n";
+            return sink.is_writable() && sink.write(line.data(), line.size());
+          };
+          requests_processing += 1;
+          try {
+            bool first = true, connected = true;
+            const CompletionOutcome out = run(r, press, tokens, *sampler, [&](std::string_view piece) {
+              connected = event(stream_chunk(r, id, created, model_name, std::string(piece), first, std::nullopt));
+              first = false;
+              return connected;
+            });
+            if (connected) {
+              event(stream_chunk(r, id, created, model_name, "", first, out.finish_reason));
+              if (r.include_usage)
+                event({{"id", id}, {"object", r.chat ? "chat.completion.chunk" : "text_completion"}, {"created", created},
+                       {"model", model_name}, {"choices", json::array()}, {"usage", usage_json(out)}});
+              const std::string done = "data: [DONE]\n\n";
+              sink.write(done.data(), done.size());
+            }
+          } catch (const std::exception& e) {  // no exception may leave a content provider
+            event(error_body(ApiError(500, "server_error", e.what())));
+          }
+          requests_processing -= 1;
+          sink.done();
+          return true;
+        });
+  }
+
+  std::string metrics() const {
+    std::string out;
+    auto metric = [&](const char* name, const char* type, const char* help, double value) {
+      out += fmt::format("# HELP momentkv:{} {}\n# TYPE momentkv:{} {}\nmomentkv:{} {}\n", name, help, name, type, name, value);
+    };
+    metric("requests_total", "counter", "completed generation requests", double(requests_total));
+    metric("prompt_tokens_total", "counter", "prompt tokens processed", double(prompt_tokens_total));
+    metric("tokens_predicted_total", "counter", "tokens generated", double(completion_tokens_total));
+    metric("tokens_predicted_seconds_total", "counter", "seconds spent generating", decode_seconds_total.load());
+    metric("kv_bytes_held", "gauge", "KV cache bytes the last request held after its prompt", double(kv_bytes_held));
+    metric("kv_bytes_saved", "gauge", "KV cache bytes compression saved on the last request",
+           double(kv_bytes_full - kv_bytes_held));
+    metric("requests_processing", "gauge", "requests generating now", double(requests_processing));
+    metric("requests_deferred", "gauge", "requests waiting for the slot", double(requests_waiting));
+    return out;
+  }
+};
+
+Server::Server(Transformer& model, const Tokenizer& tokenizer, ServerOptions options)
+    : state_(std::make_unique<State>(model, tokenizer, std::move(options))), http_(std::make_unique<httplib::Server>()) {
+  State& s = *state_;
+  httplib::Server& http = *http_;
+  http.set_payload_max_length(s.options.max_body_bytes);
+  http.set_read_timeout(s.options.timeout_seconds);
+  http.set_write_timeout(s.options.timeout_seconds);
+  http.new_task_queue = [] { return new httplib::ThreadPool(16); };  // waiting requests hold a thread each
+
+  http.set_pre_routing_handler([&s](const httplib::Request& req, httplib::Response& res) {
+    if (s.options.api_key.empty() || req.path == "/health") return httplib::Server::HandlerResponse::Unhandled;
+    if (req.get_header_value("Authorization") == "Bearer " + s.options.api_key)
+      return httplib::Server::HandlerResponse::Unhandled;
+    send_error(res, ApiError(401, "authentication_error", "Invalid API Key"));
+    return httplib::Server::HandlerResponse::Handled;
+  });
+  http.set_error_handler(httplib::Server::HandlerWithResponse([&s](const httplib::Request& req, httplib::Response& res) {
+    if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+    if (res.status == 404)
+      send_error(res, ApiError(404, "not_found_error", fmt::format("no route {} {}", req.method, req.path)));
+    else if (res.status == 413)
+      send_error(res, ApiError(413, "invalid_request_error",
+                               fmt::format("the request body is larger than {} bytes", s.options.max_body_bytes)));
+    else
+      send_error(res, ApiError(res.status, "invalid_request_error", fmt::format("HTTP {}", res.status)));
+    return httplib::Server::HandlerResponse::Handled;
+  }));
+  http.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+    try {
+      std::rethrow_exception(ep);
+    } catch (const ApiError& e) {
+      send_error(res, e);
+    } catch (const std::exception& e) {
+      send_error(res, ApiError(500, "server_error", e.what()));
+    } catch (...) {
+      send_error(res, ApiError(500, "server_error", "unknown error"));
+    }
+  });
+
+  http.Get("/health", [](const httplib::Request&, httplib::Response& res) { send_json(res, 200, {{"status", "ok"}}); });
+  http.Get("/v1/models", [&s](const httplib::Request&, httplib::Response& res) {
+    const ModelConfig& c = s.model.config();
+    send_json(res, 200,
+              {{"object", "list"},
+               {"data", json::array({{{"id", s.options.model_name},
+                                      {"object", "model"},
+                                      {"created", unix_seconds()},
+                                      {"owned_by", "momentkv"},
+                                      {"meta", {{"n_ctx_train", c.context_length},
+                                                {"n_ctx", s.n_ctx},
+                                                {"n_vocab", c.n_vocab},
+                                                {"kv_press", s.options.press.spec()}}}}})}});
+  });
+  http.Post("/v1/completions", [&s](const httplib::Request& req, httplib::Response& res) { s.completion(req, res, false); });
+  http.Post("/v1/chat/completions", [&s](const httplib::Request& req, httplib::Response& res) { s.completion(req, res, true); });
+  http.Post("/tokenize", [&s](const httplib::Request& req, httplib::Response& res) {
+    const json body = json::parse(req.body, nullptr, /*allow_exceptions=*/false);
+    if (!body.is_object() || !body.contains("content") || !body["content"].is_string())
+      throw ApiError(400, "invalid_request_error", "the body must be {\"content\": \"text\"}", "content");
+    const bool add_special = body.contains("add_special") && body["add_special"].is_boolean() && body["add_special"].get<bool>();
+    send_json(res, 200, {{"tokens", s.tokenizer.encode(body["content"].get<std::string>(), add_special, true)}});
+  });
+  http.Post("/detokenize", [&s](const httplib::Request& req, httplib::Response& res) {
+    const json body = json::parse(req.body, nullptr, /*allow_exceptions=*/false);
+    if (!body.is_object() || !body.contains("tokens") || !body["tokens"].is_array())
+      throw ApiError(400, "invalid_request_error", "the body must be {\"tokens\": [ids]}", "tokens");
+    std::vector<int32_t> ids;
+    for (const json& t : body["tokens"]) {
+      if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() >= s.tokenizer.n_vocab())
+        throw ApiError(400, "invalid_request_error",
+                       fmt::format("token {} is not an id in [0, {})", dump(t), s.tokenizer.n_vocab()), "tokens");
+      ids.push_back(t.get<int32_t>());
+    }
+    send_json(res, 200, {{"content", s.tokenizer.decode(ids)}});
+  });
+  http.Get("/metrics", [&s](const httplib::Request&, httplib::Response& res) {
+    res.set_content(s.metrics(), "text/plain; version=0.0.4");
+  });
+}
+
+Server::~Server() = default;
+
+int Server::bind() {
+  const ServerOptions& o = state_->options;
+  const int port = o.port == 0 ? http_->bind_to_any_port(o.host) : (http_->bind_to_port(o.host, o.port) ? o.port : -1);
+  MKV_CHECK(port > 0, "cannot listen on {}:{} (address in use, or not an address of this machine)", o.host, o.port);
+  return port;
+}
+
+void Server::run() { http_->listen_after_bind(); }
+
+void Server::stop() { http_->stop(); }
+
+}  // namespace mkv::serve

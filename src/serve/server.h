@@ -1,0 +1,64 @@
+// `momentkv serve`: an OpenAI-compatible HTTP server (cpp-httplib) over the engine's one generation
+// loop. Endpoints: GET /health, GET /v1/models, POST /v1/completions, POST /v1/chat/completions
+// (server-sent events with "stream": true, ending in "data: [DONE]"), POST /tokenize,
+// POST /detokenize, GET /metrics (Prometheus text). Each request may choose its own compression
+// ("kv_press", "kv_budget", "kv_compression_ratio"); its usage reports the KV bytes it held.
+// Errors are OpenAI's error body with the HTTP status (400, 401, 404, 413, 500).
+//
+// Requests run one at a time in this version (one slot): a request waits for the one in progress.
+// A client that disconnects from a stream ends its generation at the next token.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "kv/kv_cache.h"
+#include "kv/press_config.h"
+#include "model/tokenizer.h"
+#include "model/transformer.h"
+
+namespace httplib {
+class Server;
+}
+
+namespace mkv::serve {
+
+struct ServerOptions {
+  std::string host = "127.0.0.1";
+  int port = 8080;                      // 0: any free port (bind() returns it)
+  std::string api_key;                  // non-empty: every route but /health needs "Authorization: Bearer KEY"
+  int timeout_seconds = 600;            // read/write timeout of a connection
+  std::size_t max_body_bytes = 8 << 20; // larger request bodies get 413
+  std::string model_name = "model";     // /v1/models id and the responses' "model"
+  std::string chat_template;            // override of the model's template (llama3 | chatml | qwen3)
+  PressConfig press;                    // the default compression (--press with its budget)
+  std::optional<Budget> budget;         // the --kv-budget / --compression-ratio flags, for request presses without one
+  int ubatch = 512;
+  int n_ctx = 0;                        // 0: the model's context length
+  KvStorage kv_storage = KvStorage::F32;
+  bool compress_each_chunk = false;
+};
+
+class Server {
+ public:
+  Server(Transformer& model, const Tokenizer& tokenizer, ServerOptions options);
+  ~Server();
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  // Binds the listening socket; returns the port. MkvError when the address cannot be bound.
+  int bind();
+  // Serves until stop() (from another thread or a signal handler thread).
+  void run();
+  void stop();
+
+  struct State;  // the handlers' shared state (model, counters, the slot)
+
+ private:
+  std::unique_ptr<State> state_;
+  std::unique_ptr<httplib::Server> http_;
+};
+
+}  // namespace mkv::serve

@@ -1,0 +1,88 @@
+#include "serve/server_process.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <stdexcept>
+
+namespace mkv::test {
+
+std::string trained_model_path() { return std::string(MOMENTKV_SOURCE_DIR) + "/models/stories-needle-2k.gguf"; }
+
+ServerProcess::ServerProcess(const std::vector<std::string>& args, const std::vector<std::string>& env) {
+  int fds[2];
+  if (::pipe(fds) != 0) throw std::runtime_error("pipe failed");
+  pid_ = ::fork();
+  if (pid_ < 0) throw std::runtime_error("fork failed");
+  if (pid_ == 0) {
+    ::dup2(fds[1], STDERR_FILENO);
+    ::close(fds[0]);
+    ::close(fds[1]);
+    for (const std::string& e : env) ::putenv(const_cast<char*>(e.c_str()));
+    std::vector<std::string> argv_text = {MOMENTKV_BIN, "serve", "--port", "0"};
+    argv_text.insert(argv_text.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (std::string& a : argv_text) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    ::execv(MOMENTKV_BIN, argv.data());
+    ::_exit(127);
+  }
+  ::close(fds[1]);
+  stderr_fd_ = fds[0];
+  read_log(60, "listening on http://");
+  const std::size_t at = log_.find("listening on http://");
+  if (at == std::string::npos) throw std::runtime_error("the server did not start: " + log_);
+  const std::size_t colon = log_.find(':', at + 20);
+  port_ = std::atoi(log_.c_str() + colon + 1);
+}
+
+ServerProcess::~ServerProcess() {
+  if (pid_ > 0) stop(5);
+  if (stderr_fd_ >= 0) ::close(stderr_fd_);
+}
+
+void ServerProcess::read_log(double seconds, const std::string& until) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  char buffer[4096];
+  while (until.empty() || log_.find(until) == std::string::npos) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return;
+    pollfd p{stderr_fd_, POLLIN, 0};
+    if (::poll(&p, 1, int(left.count())) <= 0) return;
+    const ssize_t n = ::read(stderr_fd_, buffer, sizeof buffer);
+    if (n <= 0) return;
+    log_.append(buffer, std::size_t(n));
+  }
+}
+
+bool ServerProcess::running() const {
+  if (pid_ <= 0) return false;
+  int status = 0;
+  return ::waitpid(pid_, &status, WNOHANG) == 0;
+}
+
+int ServerProcess::stop(double seconds) {
+  if (pid_ <= 0) return -1;
+  ::kill(pid_, SIGTERM);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  int status = 0;
+  while (::waitpid(pid_, &status, WNOHANG) == 0) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, &status, 0);
+      pid_ = -1;
+      return -1;
+    }
+    ::usleep(20000);
+  }
+  pid_ = -1;
+  read_log(1, "");
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+}  // namespace mkv::test

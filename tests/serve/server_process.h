@@ -1,0 +1,39 @@
+// A `momentkv serve` child process for the server tests: started on a free loopback port (the port
+// is read from its "listening on" line), stopped with SIGTERM.
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+namespace mkv::test {
+
+class ServerProcess {
+ public:
+  // Runs `momentkv serve --port 0 ARGS`; waits (up to 60 s) until it listens. `env` entries
+  // ("NAME=value") are added to the child's environment.
+  explicit ServerProcess(const std::vector<std::string>& args, const std::vector<std::string>& env = {});
+  ~ServerProcess();
+  ServerProcess(const ServerProcess&) = delete;
+  ServerProcess& operator=(const ServerProcess&) = delete;
+
+  int port() const { return port_; }
+  bool running() const;
+  // Sends SIGTERM and waits up to `seconds`; the exit code, or -1 when it had to be killed.
+  int stop(double seconds = 20);
+  // What the server wrote to stderr so far (after stop(): all of it).
+  const std::string& log() const { return log_; }
+
+ private:
+  void read_log(double seconds, const std::string& until);
+  pid_t pid_ = -1;
+  int stderr_fd_ = -1;
+  int port_ = 0;
+  std::string log_;
+};
+
+// The repository's trained model (models/stories-needle-2k.gguf).
+std::string trained_model_path();
+
+}  // namespace mkv::test

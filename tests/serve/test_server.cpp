@@ -1,0 +1,312 @@
+// `momentkv serve` end to end: the real binary on a loopback port, driven with cpp-httplib's client.
+// Greedy completions equal `momentkv generate --temp 0` (full cache and a press), streams carry the
+// same text, every bad request gets OpenAI's error body and the server keeps serving.
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "serve/server_process.h"
+#include "support/test_support.h"
+
+namespace mkv {
+namespace {
+
+using nlohmann::json;
+
+// The CLI's greedy continuation of the prompt in `prompt_file` (stdout minus the echoed prompt).
+std::string cli_continuation(const std::string& prompt_file, const std::string& flags) {
+  const std::string out_file = (test::temp_dir() / "generate.out").string();
+  const std::string command = std::string(MOMENTKV_BIN) + " generate -m " + test::trained_model_path() + " -f " +
+                              prompt_file + " --temp 0 " + flags + " > " + out_file + " 2>/dev/null";
+  EXPECT_EQ(std::system(command.c_str()), 0) << command;
+  const std::string out = test::read_file(out_file), prompt = test::read_file(prompt_file);
+  EXPECT_EQ(out.substr(0, prompt.size()), prompt);
+  return out.substr(prompt.size(), out.size() - prompt.size() - 1);  // and the final newline
+}
+
+json post(httplib::Client& client, const std::string& path, const json& body, int expect_status = 200) {
+  const auto res = client.Post(path.c_str(), body.dump(), "application/json");
+  EXPECT_TRUE(res) << path;
+  if (!res) return json();
+  EXPECT_EQ(res->status, expect_status) << path << " " << body.dump() << " -> " << res->body;
+  return json::parse(res->body, nullptr, false);
+}
+
+// The data: events of a server-sent-events body, [DONE] as the string "[DONE]".
+std::vector<json> events_of(const std::string& body) {
+  std::vector<json> events;
+  std::size_t at = 0;
+  while ((at = body.find("data: ", at)) != std::string::npos) {
+    const std::size_t end = body.find("\n\n", at);
+    const std::string data = body.substr(at + 6, end - at - 6);
+    events.push_back(data == "[DONE]" ? json("[DONE]") : json::parse(data));
+    at = end;
+  }
+  return events;
+}
+
+// Asserts an OpenAI error body of this status, type and param.
+void expect_error(const json& body, int status, const std::string& type, const std::string& param) {
+  ASSERT_TRUE(body.contains("error")) << body.dump();
+  EXPECT_EQ(body["error"]["code"], status) << body.dump();
+  EXPECT_EQ(body["error"]["type"], type) << body.dump();
+  if (param.empty()) EXPECT_TRUE(body["error"]["param"].is_null()) << body.dump();
+  else EXPECT_EQ(body["error"]["param"], param) << body.dump();
+  EXPECT_FALSE(body["error"]["message"].get<std::string>().empty());
+}
+
+class Serve : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { server_ = new test::ServerProcess({"-m", test::trained_model_path()}); }
+  static void TearDownTestSuite() {
+    delete server_;
+    server_ = nullptr;
+  }
+  httplib::Client client() const {
+    httplib::Client c("127.0.0.1", server_->port());
+    c.set_read_timeout(120);
+    return c;
+  }
+  static test::ServerProcess* server_;
+};
+test::ServerProcess* Serve::server_ = nullptr;
+
+const std::string kNeedlePrompt = std::string(MOMENTKV_SOURCE_DIR) + "/tests/engine/data/trained_model_needle.txt";
+
+TEST_F(Serve, HealthModelsAndUnknownRoutes) {
+  auto c = client();
+  const auto health = c.Get("/health");
+  ASSERT_TRUE(health);
+  EXPECT_EQ(health->status, 200);
+  EXPECT_EQ(json::parse(health->body)["status"], "ok");
+  const json models = json::parse(c.Get("/v1/models")->body);
+  EXPECT_EQ(models["object"], "list");
+  EXPECT_EQ(models["data"][0]["id"], "stories-needle-2k");
+  EXPECT_EQ(models["data"][0]["meta"]["n_ctx"], 2048);
+  const auto missing = c.Get("/v2/nothing");
+  ASSERT_TRUE(missing);
+  EXPECT_EQ(missing->status, 404);
+  expect_error(json::parse(missing->body), 404, "not_found_error", "");
+}
+
+TEST_F(Serve, GreedyCompletionsEqualTheCliWithAndWithoutAPress) {
+  auto c = client();
+  const std::string prompt = test::read_file(kNeedlePrompt);
+  const json full = post(c, "/v1/completions", {{"prompt", prompt}, {"max_tokens", 12}, {"temperature", 0}});
+  EXPECT_EQ(full["object"], "text_completion");
+  EXPECT_EQ(full["choices"][0]["text"], cli_continuation(kNeedlePrompt, "-n 12"));
+  EXPECT_EQ(full["choices"][0]["finish_reason"], "length");
+  EXPECT_EQ(full["usage"]["completion_tokens"], 12);
+  EXPECT_EQ(full["usage"]["kv_bytes_held"], full["usage"]["kv_bytes_full"]);
+  EXPECT_EQ(full["usage"]["kv_press"], "full");
+
+  const json pressed = post(c, "/v1/completions", {{"prompt", prompt}, {"max_tokens", 12}, {"temperature", 0},
+                                                   {"kv_press", "momentkv:kernel=15"}, {"kv_budget", 64}});
+  EXPECT_EQ(pressed["choices"][0]["text"], cli_continuation(kNeedlePrompt, "-n 12 --press momentkv:kernel=15 --kv-budget 64"));
+  const json usage = pressed["usage"];
+  EXPECT_LT(usage["kv_bytes_held"].get<int64_t>(), usage["kv_bytes_full"].get<int64_t>() / 5);  // 64 of ~1K tokens kept
+  EXPECT_NE(usage["kv_press"].get<std::string>().find("budget=64"), std::string::npos) << usage.dump();
+  EXPECT_EQ(usage["prompt_tokens"], full["usage"]["prompt_tokens"]);
+}
+
+TEST_F(Serve, StreamedChunksCarryTheSameTextAndEndWithDone) {
+  auto c = client();
+  const json request = {{"prompt", "Once upon a time"}, {"max_tokens", 10}, {"temperature", 0}};
+  const json whole = post(c, "/v1/completions", request);
+  json streamed_request = request;
+  streamed_request["stream"] = true;
+  streamed_request["stream_options"] = {{"include_usage", true}};
+  const auto res = c.Post("/v1/completions", streamed_request.dump(), "application/json");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200);
+  EXPECT_NE(res->get_header_value("Content-Type").find("text/event-stream"), std::string::npos);
+  const std::vector<json> events = events_of(res->body);
+  ASSERT_GE(events.size(), 3u);
+  EXPECT_EQ(events.back(), "[DONE]");
+  std::string text;
+  for (std::size_t i = 0; i + 2 < events.size(); ++i) text += events[i]["choices"][0]["text"].get<std::string>();
+  EXPECT_EQ(text, whole["choices"][0]["text"]);
+  EXPECT_EQ(events[events.size() - 3]["choices"][0]["finish_reason"], "length");
+  EXPECT_TRUE(events[events.size() - 2]["choices"].empty());  // the usage chunk
+  EXPECT_EQ(events[events.size() - 2]["usage"]["completion_tokens"], 10);
+}
+
+TEST_F(Serve, StopStringsEndTheReplyBeforeThem) {
+  auto c = client();
+  const json whole = post(c, "/v1/completions", {{"prompt", "Once upon a time"}, {"max_tokens", 16}, {"temperature", 0}});
+  const std::string text = whole["choices"][0]["text"];
+  ASSERT_GT(text.size(), 12u);
+  const std::string stop = text.substr(8, 4);
+  const json cut = post(c, "/v1/completions",
+                        {{"prompt", "Once upon a time"}, {"max_tokens", 16}, {"temperature", 0}, {"stop", {stop}}});
+  EXPECT_EQ(cut["choices"][0]["text"], text.substr(0, text.find(stop)));
+  EXPECT_EQ(cut["choices"][0]["finish_reason"], "stop");
+}
+
+TEST_F(Serve, BadRequestsGetOpenAIErrorsAndTheServerKeepsServing) {
+  auto c = client();
+  const json ok = {{"prompt", "Once"}, {"max_tokens", 2}};
+  auto with = [&](const char* key, json value) {
+    json body = ok;
+    body[key] = std::move(value);
+    return body;
+  };
+  const auto raw = c.Post("/v1/completions", "{\"prompt\": ", "application/json");
+  ASSERT_TRUE(raw);
+  EXPECT_EQ(raw->status, 400);
+  expect_error(json::parse(raw->body), 400, "invalid_request_error", "");
+  expect_error(post(c, "/v1/completions", json::array({1, 2}), 400), 400, "invalid_request_error", "");
+  expect_error(post(c, "/v1/completions", {{"max_tokens", 2}}, 400), 400, "invalid_request_error", "prompt");
+  expect_error(post(c, "/v1/completions", with("prompt", 5), 400), 400, "invalid_request_error", "prompt");
+  expect_error(post(c, "/v1/completions", with("max_tokens", "x"), 400), 400, "invalid_request_error", "max_tokens");
+  expect_error(post(c, "/v1/completions", with("max_tokens", -5), 400), 400, "invalid_request_error", "max_tokens");
+  expect_error(post(c, "/v1/completions", with("temperature", -1), 400), 400, "invalid_request_error", "temperature");
+  expect_error(post(c, "/v1/completions", with("top_p", 0), 400), 400, "invalid_request_error", "top_p");
+  expect_error(post(c, "/v1/completions", with("stop", 3), 400), 400, "invalid_request_error", "stop");
+  expect_error(post(c, "/v1/completions", with("n", 2), 400), 400, "invalid_request_error", "n");
+  expect_error(post(c, "/v1/completions", with("stream", "yes"), 400), 400, "invalid_request_error", "stream");
+  expect_error(post(c, "/v1/completions", with("kv_press", "nosuchpress"), 400), 400, "invalid_request_error", "kv_press");
+  expect_error(post(c, "/v1/completions", with("kv_press", "snapkv:kernel=4"), 400), 400, "invalid_request_error",
+               "kv_press");
+  expect_error(post(c, "/v1/completions", with("kv_press", "snapkv"), 400), 400, "invalid_request_error", "kv_press");
+  json zero = with("kv_press", "snapkv");
+  zero["kv_budget"] = 0;
+  expect_error(post(c, "/v1/completions", zero, 400), 400, "invalid_request_error", "kv_budget");
+  expect_error(post(c, "/v1/completions", with("kv_budget", 64), 400), 400, "invalid_request_error", "kv_budget");
+  expect_error(post(c, "/v1/completions", with("kv_compression_ratio", 1.5), 400), 400, "invalid_request_error",
+               "kv_compression_ratio");
+  std::string long_prompt;
+  for (int i = 0; i < 1500; ++i) long_prompt += "Tom had a big red ball. ";
+  expect_error(post(c, "/v1/completions", with("prompt", long_prompt), 400), 400, "exceed_context_size_error", "prompt");
+  expect_error(post(c, "/v1/chat/completions", {{"messages", "hi"}}, 400), 400, "invalid_request_error", "messages");
+  expect_error(post(c, "/v1/chat/completions", {{"messages", {{{"role", "user"}, {"content", "hi"}}}}}, 400), 400,
+               "invalid_request_error", "messages");  // this model has no chat template
+  const auto huge = c.Post("/v1/completions", std::string(9 << 20, ' '), "application/json");
+  ASSERT_TRUE(huge);
+  EXPECT_EQ(huge->status, 413);
+  expect_error(json::parse(huge->body), 413, "invalid_request_error", "");
+  expect_error(post(c, "/detokenize", {{"tokens", {1, 99999}}}, 400), 400, "invalid_request_error", "tokens");
+  expect_error(post(c, "/tokenize", {{"text", "x"}}, 400), 400, "invalid_request_error", "content");
+  // Still serving.
+  EXPECT_EQ(post(c, "/v1/completions", ok)["usage"]["completion_tokens"], 2);
+}
+
+TEST_F(Serve, TokenizeAndDetokenizeRoundTrip) {
+  auto c = client();
+  const json tokens = post(c, "/tokenize", {{"content", "Once upon a time"}});
+  ASSERT_TRUE(tokens["tokens"].is_array());
+  EXPECT_FALSE(tokens["tokens"].empty());
+  EXPECT_EQ(post(c, "/detokenize", {{"tokens", tokens["tokens"]}})["content"], "Once upon a time");
+}
+
+// A seeded, bounded fuzz of request bodies: every answer is a 200 or an OpenAI error body, never
+// a dropped connection or a dead server.
+TEST_F(Serve, FuzzedBodiesNeverBreakTheServer) {
+  auto c = client();
+  const std::vector<std::string> seeds = {
+      R"({"prompt": "Once upon a time", "max_tokens": 3})",
+      R"({"prompt": "Tom", "max_tokens": 2, "kv_press": "momentkv", "kv_budget": 8, "stop": ["."]})",
+      R"({"messages": [{"role": "user", "content": "hi"}], "max_tokens": 2})",
+  };
+  const std::vector<std::string> values = {"null", "-1", "0", "1e308", "\"\"", "[]", "{}", "true", "\"\\u0000\"",
+                                           "9999999999999999999999", "\"\xff\xfe\"", "[[[[[]]]]]"};
+  const std::vector<std::string> keys = {"prompt", "max_tokens", "temperature", "top_p", "stop", "seed", "kv_press",
+                                         "kv_budget", "kv_compression_ratio", "messages", "stream", "n", "top_k"};
+  std::mt19937 rng(20261201);
+  int answered = 0;
+  for (int i = 0; i < 150; ++i) {
+    std::string body = seeds[rng() % seeds.size()];
+    switch (rng() % 4) {
+      case 0:  // truncated
+        body.resize(rng() % body.size());
+        break;
+      case 1: {  // a key set to an odd value
+        json j = json::parse(body);
+        j[keys[rng() % keys.size()]] = json::parse(values[rng() % values.size()], nullptr, false);
+        body = j.dump(-1, ' ', false, json::error_handler_t::replace);
+        break;
+      }
+      case 2:  // a random byte changed
+        body[rng() % body.size()] = char(rng() % 256);
+        break;
+      default:  // a value replaced textually
+        body.replace(body.find(':') + 1, 0, values[rng() % values.size()] + ",");
+    }
+    const char* path = (rng() % 2) ? "/v1/completions" : "/v1/chat/completions";
+    const auto res = c.Post(path, body, "application/json");
+    ASSERT_TRUE(res) << "no answer to " << path << " " << body;
+    ++answered;
+    if (res->status == 200) continue;
+    const json error = json::parse(res->body, nullptr, false);
+    ASSERT_TRUE(error.contains("error")) << res->status << " " << res->body << " for " << body;
+    EXPECT_GE(res->status, 400);
+    EXPECT_LT(res->status, 500) << res->body << " for " << body;
+  }
+  EXPECT_EQ(answered, 150);
+  EXPECT_TRUE(server_->running());
+}
+
+// A Prometheus counter's value from /metrics.
+double metric(httplib::Client& c, const std::string& name) {
+  const std::string text = c.Get("/metrics")->body;
+  const std::size_t at = text.find("\nmomentkv:" + name + " ");
+  EXPECT_NE(at, std::string::npos) << name << " in " << text;
+  return at == std::string::npos ? -1 : std::stod(text.substr(at + name.size() + 11));
+}
+
+TEST_F(Serve, ADisconnectedStreamFreesTheSlot) {
+  auto c = client();
+  const double generated_before = metric(c, "tokens_predicted_total");
+  // A stream that would run to the end of the context; the client leaves after the first chunk.
+  std::string received;
+  const auto start = std::chrono::steady_clock::now();
+  httplib::Request req;
+  req.method = "POST";
+  req.path = "/v1/completions";
+  req.body = json({{"prompt", "Once upon a time"}, {"stream", true}, {"ignore_eos", true}, {"temperature", 0}}).dump();
+  req.set_header("Content-Type", "application/json");
+  req.content_receiver = [&](const char* data, size_t n, uint64_t, uint64_t) {
+    received.append(data, n);
+    return false;  // disconnect
+  };
+  c.send(req);
+  EXPECT_NE(received.find("data: "), std::string::npos);
+  // The next request runs at once instead of waiting for ~2K tokens.
+  auto other = client();
+  const json next = post(other, "/v1/completions", {{"prompt", "Tom"}, {"max_tokens", 2}});
+  EXPECT_EQ(next["usage"]["completion_tokens"], 2);
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 20.0);
+  // The abandoned generation stopped within a few tokens of the disconnect, not at the context's end.
+  const double generated = metric(other, "tokens_predicted_total") - generated_before;
+  EXPECT_LT(generated, 200) << "tokens generated for the abandoned stream and the next request";
+}
+
+TEST(ServeOptions, ApiKeyChatTemplateAndShutdown) {
+  test::ServerProcess server({"-m", test::trained_model_path(), "--chat-template", "chatml"},
+                             {"MOMENTKV_API_KEY=sekret"});
+  httplib::Client c("127.0.0.1", server.port());
+  c.set_read_timeout(60);
+  EXPECT_EQ(c.Get("/health")->status, 200);  // no key needed
+  const auto none = c.Get("/v1/models");
+  ASSERT_TRUE(none);
+  EXPECT_EQ(none->status, 401);
+  expect_error(json::parse(none->body), 401, "authentication_error", "");
+  EXPECT_EQ(c.Get("/v1/models", {{"Authorization", "Bearer wrong"}})->status, 401);
+  c.set_bearer_token_auth("sekret");
+  EXPECT_EQ(c.Get("/v1/models")->status, 200);
+  const json chat = post(c, "/v1/chat/completions",
+                         {{"messages", {{{"role", "user"}, {"content", "Tell me a story."}}}}, {"max_tokens", 4}});
+  EXPECT_EQ(chat["object"], "chat.completion");
+  EXPECT_EQ(chat["choices"][0]["message"]["role"], "assistant");
+  EXPECT_TRUE(chat["choices"][0]["message"]["content"].is_string());
+  EXPECT_EQ(server.stop(), 0);  // SIGTERM: a clean exit
+  EXPECT_NE(server.log().find("SIGTERM received"), std::string::npos) << server.log();
+}
+
+}  // namespace
+}  // namespace mkv
