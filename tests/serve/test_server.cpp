@@ -8,6 +8,7 @@
 #include <chrono>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "serve/server_process.h"
@@ -194,6 +195,35 @@ TEST_F(Serve, BadRequestsGetOpenAIErrorsAndTheServerKeepsServing) {
   expect_error(post(c, "/tokenize", {{"text", "x"}}, 400), 400, "invalid_request_error", "content");
   // Still serving.
   EXPECT_EQ(post(c, "/v1/completions", ok)["usage"]["completion_tokens"], 2);
+}
+
+// Concurrent clients (each on its own connection) get exactly what they get one at a time.
+TEST_F(Serve, ConcurrentRequestsGetTheirSequentialResults) {
+  std::vector<json> requests;
+  const std::vector<std::string> presses = {"full", "snapkv", "momentkv", "h2o"};
+  for (int i = 0; i < 8; ++i) {
+    json r = {{"prompt", "Once upon a time, Tom " + std::to_string(i)}, {"max_tokens", 12}, {"temperature", 0}};
+    if (presses[i % 4] != "full") {
+      r["kv_press"] = presses[i % 4];
+      r["kv_budget"] = 8;
+    }
+    requests.push_back(r);
+  }
+  std::vector<json> sequential;
+  auto c = client();
+  for (const json& r : requests) sequential.push_back(post(c, "/v1/completions", r));
+  std::vector<json> concurrent(requests.size());
+  std::vector<std::thread> threads;
+  for (std::size_t i = 0; i < requests.size(); ++i)
+    threads.emplace_back([&, i] {
+      auto own = client();
+      concurrent[i] = post(own, "/v1/completions", requests[i]);
+    });
+  for (auto& t : threads) t.join();
+  for (std::size_t i = 0; i < requests.size(); ++i) {
+    EXPECT_EQ(concurrent[i]["choices"][0]["text"], sequential[i]["choices"][0]["text"]) << requests[i].dump();
+    EXPECT_EQ(concurrent[i]["usage"]["kv_bytes_held"], sequential[i]["usage"]["kv_bytes_held"]);
+  }
 }
 
 TEST_F(Serve, TokenizeAndDetokenizeRoundTrip) {
