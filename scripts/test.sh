@@ -3,6 +3,7 @@
 #   1. the GGUF reader's malformed-input tests under ASan/UBSan (build-asan, only what they need);
 #   2. the kernel tests on the portable scalar path (build-scalar, MOMENTKV_NATIVE=OFF);
 #   3. every test of the default Release build with ctest (its summary is the last line).
+# The server tests' npm client (tests/serve/node, pinned) is installed into a cache folder first.
 # Shared assets are read from ../shared/assets (or $MOMENTKV_ASSETS); tests needing them skip
 # with a message when absent.
 set -euo pipefail
@@ -10,6 +11,22 @@ cd "$(dirname "$0")/.."
 jobs="$(nproc)"
 
 scripts/setup.sh build
+
+# Test clients from npm (the server tests drive `momentkv serve` with the official `openai` client),
+# pinned by tests/serve/node/package-lock.json and installed into a cache folder once per lock file.
+# Without Node or the npm registry those tests skip with a message.
+npm_dir="${MOMENTKV_NPM_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/momentkv/npm}"
+if ! command -v npm >/dev/null; then
+  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  { $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq nodejs npm >/dev/null; } ||
+    echo "test: nodejs/npm could not be installed; the npm-client server tests will skip" >&2
+fi
+if command -v npm >/dev/null && ! cmp -s tests/serve/node/package-lock.json "$npm_dir/package-lock.json"; then
+  mkdir -p "$npm_dir"
+  cp tests/serve/node/package.json tests/serve/node/package-lock.json "$npm_dir/"
+  (cd "$npm_dir" && timeout 600 npm ci --no-audit --no-fund --loglevel=error >/dev/null) ||
+    { echo "test: npm ci failed; the npm-client server tests will skip" >&2; rm -f "$npm_dir/package-lock.json"; }
+fi
 
 echo "== GGUF reader under AddressSanitizer + UndefinedBehaviorSanitizer" >&2
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMOMENTKV_SANITIZE=address,undefined >/dev/null
