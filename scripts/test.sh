@@ -3,7 +3,8 @@
 #   1. the GGUF reader's malformed-input tests under ASan/UBSan (build-asan, only what they need);
 #   2. the kernel tests on the portable scalar path (build-scalar, MOMENTKV_NATIVE=OFF);
 #   3. every test of the default Release build with ctest (its summary is the last line).
-# The server tests' npm client (tests/serve/node, pinned) is installed into a cache folder first.
+# The server tests' clients (Debian's nodejs, npm, chromium; npm packages pinned in tests/serve/node,
+# installed into a cache folder) are set up first.
 # Shared assets are read from ../shared/assets (or $MOMENTKV_ASSETS); tests needing them skip
 # with a message when absent.
 set -euo pipefail
@@ -12,14 +13,18 @@ jobs="$(nproc)"
 
 scripts/setup.sh build
 
-# Test clients from npm (the server tests drive `momentkv serve` with the official `openai` client),
-# pinned by tests/serve/node/package-lock.json and installed into a cache folder once per lock file.
-# Without Node or the npm registry those tests skip with a message.
+# Test clients: the server tests drive `momentkv serve` with the official `openai` npm client and
+# its page with Debian's chromium through puppeteer-core. The npm packages are pinned by
+# tests/serve/node/package-lock.json and installed into a cache folder once per lock file. Without
+# Node, chromium or the npm registry those tests skip with a message.
 npm_dir="${MOMENTKV_NPM_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/momentkv/npm}"
-if ! command -v npm >/dev/null; then
+test_clients=()
+command -v npm >/dev/null || test_clients+=(nodejs npm)
+command -v chromium >/dev/null || test_clients+=(chromium)
+if ((${#test_clients[@]})); then
   SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
-  { $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq nodejs npm >/dev/null; } ||
-    echo "test: nodejs/npm could not be installed; the npm-client server tests will skip" >&2
+  { $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${test_clients[@]}" >/dev/null; } ||
+    echo "test: ${test_clients[*]} could not be installed; the server tests that need them will skip" >&2
 fi
 if command -v npm >/dev/null && ! cmp -s tests/serve/node/package-lock.json "$npm_dir/package-lock.json"; then
   mkdir -p "$npm_dir"

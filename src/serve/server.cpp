@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "engine/generation.h"
 #include "serve/openai_api.h"
+#include "serve/web_page.h"
 
 namespace mkv::serve {
 namespace {
@@ -198,7 +199,8 @@ Server::Server(Transformer& model, const Tokenizer& tokenizer, ServerOptions opt
   http.new_task_queue = [] { return new httplib::ThreadPool(16); };  // waiting requests hold a thread each
 
   http.set_pre_routing_handler([&s](const httplib::Request& req, httplib::Response& res) {
-    if (s.options.api_key.empty() || req.path == "/health") return httplib::Server::HandlerResponse::Unhandled;
+    if (s.options.api_key.empty() || req.path == "/health" || req.path == "/")  // the page asks for the key itself
+      return httplib::Server::HandlerResponse::Unhandled;
     if (req.get_header_value("Authorization") == "Bearer " + s.options.api_key)
       return httplib::Server::HandlerResponse::Unhandled;
     send_error(res, ApiError(401, "authentication_error", "Invalid API Key"));
@@ -227,6 +229,7 @@ Server::Server(Transformer& model, const Tokenizer& tokenizer, ServerOptions opt
     }
   });
 
+  http.Get("/", [](const httplib::Request&, httplib::Response& res) { res.set_content(web_page(), "text/html; charset=utf-8"); });
   http.Get("/health", [](const httplib::Request&, httplib::Response& res) { send_json(res, 200, {{"status", "ok"}}); });
   http.Get("/v1/models", [&s](const httplib::Request&, httplib::Response& res) {
     const ModelConfig& c = s.model.config();
