@@ -2,7 +2,8 @@
 # Sets up (packages + build) and runs the whole test suite:
 #   1. the GGUF reader's malformed-input tests under ASan/UBSan (build-asan, only what they need);
 #   2. the kernel tests on the portable scalar path (build-scalar, MOMENTKV_NATIVE=OFF);
-#   3. every test of the default Release build with ctest (its summary is the last line).
+#   3. the Python module's pytest tests (python/tests, against the module built in build/);
+#   4. every test of the default Release build with ctest (its summary is the last line).
 # The server tests' clients (Debian's nodejs, npm, chromium; npm packages pinned in tests/serve/node,
 # installed into a cache folder) are set up first.
 # Shared assets are read from ../shared/assets (or $MOMENTKV_ASSETS); tests needing them skip
@@ -42,6 +43,17 @@ echo "== kernels on the scalar path" >&2
 cmake -S . -B build-scalar -G Ninja -DCMAKE_BUILD_TYPE=Release -DMOMENTKV_NATIVE=OFF >/dev/null
 cmake --build build-scalar --target test_ops -j "$jobs"
 build-scalar/tests/test_ops --gtest_brief=1
+
+echo "== Python module (pytest python/tests against build/)" >&2
+# Debian's interpreter, which python3-pytest and python3-numpy are installed for and the module is
+# built for (python/CMakeLists.txt). Any pytest failure fails the suite, "no tests collected" (5) too.
+python="/usr/bin/python3"; [ -x "$python" ] || python="python3"
+pytest_rc=0
+MOMENTKV_BUILD_DIR=build PYTHONDONTWRITEBYTECODE=1 "$python" -m pytest -q -p no:cacheprovider python/tests || pytest_rc=$?
+if [ "$pytest_rc" -ne 0 ]; then
+  echo "test: the Python tests failed (pytest exit code $pytest_rc; 5 = no tests collected)" >&2
+  exit 1
+fi
 
 echo "== full suite (Release, native kernels)" >&2
 ctest --test-dir build --output-on-failure -j "$jobs" "$@"

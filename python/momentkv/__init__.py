@@ -1,0 +1,161 @@
+"""momentkv: CPU inference of GGUF models with KV-cache compression presses.
+
+    import momentkv
+    from momentkv import presses
+
+    model = momentkv.Model("models/stories-needle-2k.gguf")
+    print(model.generate("Once upon a time", max_tokens=32, temperature=0))
+    text = open("tests/engine/data/trained_model_needle.txt").read()
+    reply = model.generate(text, max_tokens=8, temperature=0,
+                           press=presses.MomentKV(kernel=15), kv_budget=64)
+    for piece in model.generate("Once upon a time", max_tokens=32, stream=True):
+        print(piece, end="", flush=True)
+    logits = model.logits(model.tokenize("Once upon a time"))   # numpy (n, n_vocab) float32
+
+Computation releases the GIL and runs one at a time per process; Ctrl-C interrupts a long
+generate, logits or stream. Engine errors are ValueError (bad spec, budget, ids, GGUF file),
+a missing model file is FileNotFoundError.
+"""
+
+import operator
+import os
+
+from . import _momentkv, presses
+from .presses import Press
+
+__all__ = ["Model", "Press", "presses"]
+__version__ = "0.1.0"
+
+
+def _press_spec(press):
+    if isinstance(press, Press):
+        return press.spec
+    if isinstance(press, str):
+        return press
+    raise TypeError(f"press must be a spec string or a momentkv.presses object, got {type(press).__name__}")
+
+
+def _stop_list(stop):
+    if stop is None:
+        return []
+    if isinstance(stop, str):
+        return [stop]
+    stop = list(stop)
+    for s in stop:
+        if not isinstance(s, str):
+            raise TypeError(f"stop must be a str or a list of str, got an element of type {type(s).__name__}")
+    return stop
+
+
+def _messages(messages):
+    out = []
+    for m in messages:
+        if isinstance(m, dict):
+            role, content = m.get("role"), m.get("content")
+        elif isinstance(m, (tuple, list)) and len(m) == 2:
+            role, content = m
+        else:
+            raise TypeError("each message must be a dict {'role': ..., 'content': ...} or a (role, content) pair")
+        if not isinstance(role, str) or not isinstance(content, str):
+            raise TypeError("a message's role and content must be str")
+        out.append((role, content))
+    if not out:
+        raise ValueError("chat: no messages given")
+    return out
+
+
+def _ids(ids):
+    """A list of Python ints from any iterable of integers (numpy arrays included); TypeError otherwise."""
+    if isinstance(ids, (str, bytes)):
+        raise TypeError("token ids must be an iterable of ints, not a string")
+    return [operator.index(i) for i in ids]
+
+
+def _stream(pieces):
+    """A real generator over the engine's stream: closing it (or dropping it) cancels the generation."""
+    try:
+        yield from pieces
+    finally:
+        pieces.close()
+
+
+class Model:
+    """A GGUF model loaded for inference.
+
+    Model(path, threads=None, ctx=0, precision="exact"): threads None or 0 uses every hardware
+    thread; ctx 0 is the model's context length; precision "exact" or "fast" (8-bit activations
+    for decode-sized products, as `momentkv --precision fast`). The thread count and precision
+    are applied whenever this model computes.
+    """
+
+    def __init__(self, path, threads=None, ctx=0, precision="exact"):
+        self._m = _momentkv.Model(os.fspath(path), threads, ctx, precision)
+
+    @property
+    def n_vocab(self):
+        return self._m.n_vocab
+
+    @property
+    def n_ctx(self):
+        return self._m.n_ctx
+
+    @property
+    def path(self):
+        return self._m.path
+
+    def tokenize(self, text, add_bos=True, parse_special=True):
+        """Token ids of `text` (BOS as the vocab asks when add_bos; special-token texts parsed)."""
+        return self._m.tokenize(text, add_bos, parse_special)
+
+    def detokenize(self, ids, render_special=False):
+        """The text of token ids (ValueError for an id out of range)."""
+        return self._m.detokenize(_ids(ids), render_special)
+
+    def logits(self, ids):
+        """Logits of every position of `ids` on a fresh full cache: numpy float32 (len(ids), n_vocab),
+        bit for bit what `momentkv logits --tokens ...` writes."""
+        return self._m.logits(_ids(ids))
+
+    def generate(self, prompt, max_tokens=-1, *, temperature=0.8, top_p=0.95, top_k=40, min_p=0.05, seed=None,
+                 press="full", kv_budget=None, compression_ratio=None, stop=None, ignore_eos=False, stream=False):
+        """Continues `prompt` (a str, encoded like `momentkv generate -p`, or a list of token ids).
+
+        Sampling as llama.cpp (temperature <= 0: greedy; seed None: random). `press` is a spec
+        string ("snapkv:window=16") or a momentkv.presses object; a compressing press needs exactly
+        one of kv_budget (tokens per KV head) or compression_ratio (fraction removed), or a budget
+        in the spec. The prompt is compressed after its prefill, then the reply is decoded.
+        `stop`: a str or list of str that ends the reply (excluded). Returns the reply text, or
+        with stream=True a generator of text pieces (closing it cancels the generation).
+        """
+        return self._generate(prompt, max_tokens, temperature, top_p, top_k, min_p, seed, press, kv_budget,
+                              compression_ratio, stop, ignore_eos, stream, details=False)
+
+    def generate_details(self, prompt, max_tokens=-1, *, temperature=0.8, top_p=0.95, top_k=40, min_p=0.05,
+                         seed=None, press="full", kv_budget=None, compression_ratio=None, stop=None,
+                         ignore_eos=False):
+        """generate() returning a dict: text, tokens (generated ids), prompt_tokens, stop_reason
+        ("eos", "stop", "length", "context"), prefill_seconds, decode_seconds."""
+        return self._generate(prompt, max_tokens, temperature, top_p, top_k, min_p, seed, press, kv_budget,
+                              compression_ratio, stop, ignore_eos, False, details=True)
+
+    def chat(self, messages, max_tokens=-1, *, chat_template=None, **kwargs):
+        """generate() on a conversation rendered with the GGUF's chat template (or chat_template=
+        "llama3" | "chatml" | "qwen3"); messages are dicts {"role", "content"} or (role, content)
+        pairs. ValueError when the model has no recognised template and none is given."""
+        if chat_template is not None and not isinstance(chat_template, str):
+            raise TypeError("chat_template must be a str")
+        ids = self._m.chat_ids(_messages(messages), chat_template or "")
+        return self.generate(ids, max_tokens, **kwargs)
+
+    def _generate(self, prompt, max_tokens, temperature, top_p, top_k, min_p, seed, press, kv_budget,
+                  compression_ratio, stop, ignore_eos, stream, details):
+        if not isinstance(prompt, str):
+            prompt = _ids(prompt)
+        out = self._m.generate(prompt, max_tokens, temperature, top_p, top_k, min_p, seed, _press_spec(press),
+                               kv_budget, compression_ratio, _stop_list(stop), ignore_eos, stream)
+        if stream:
+            return _stream(out)
+        return out if details else out["text"]
+
+    def __repr__(self):
+        return f"momentkv.Model({self.path!r}, n_vocab={self.n_vocab}, n_ctx={self.n_ctx})"

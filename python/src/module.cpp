@@ -1,0 +1,510 @@
+// momentkv._momentkv: the C++ half of the Python module `momentkv` (python/momentkv/ is the other
+// half: keyword handling, press objects, the streaming generator).
+//
+// Threads and the GIL. Every computation (prefill, decode, evaluate) runs with the GIL released
+// and under one process-wide mutex, taken after the GIL is released (so a thread waiting for the
+// mutex never holds the GIL): the thread count and matmul precision are process-wide settings,
+// a Model's Transformer has one set of scratch buffers, and OpenMP already uses every core. While
+// the GIL is released no Python object is touched; text is converted to Python afterwards.
+//
+// Ctrl-C. A long computation polls for Python signals at most every kPollInterval: from the
+// token picker (every generated token) and from a forward observer (every layer of a prefill or
+// an evaluate). A poll briefly takes the GIL and calls PyErr_CheckSignals(); when a handler
+// raised (KeyboardInterrupt), the poll throws Interrupted, which unwinds the engine (the Session
+// is local to the call and dropped), and the binding rethrows the pending Python error with the
+// GIL held. Only the main thread receives signals; elsewhere a poll finds none.
+//
+// Streaming. generate(stream=True) runs the same generate() on a worker std::thread that pushes
+// each final text piece into a queue; TextStream.__next__ waits on the queue with the GIL
+// released (in slices of kPollInterval, checking signals between them) and returns one piece.
+// close() (called by the Python generator's close or garbage collection) or a KeyboardInterrupt
+// cancels the worker (its next pick or next piece stops the loop) and joins it. The worker never
+// touches Python; the TextStream keeps the Model alive until the worker has finished.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <Python.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <exception>
+#include <functional>
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/error.h"
+#include "core/threading.h"
+#include "engine/generation.h"
+#include "engine/session.h"
+#include "gguf/gguf_file.h"
+#include "kv/press_config.h"
+#include "kv/press_registry.h"
+#include "model/chat_template.h"
+#include "model/model_config.h"
+#include "model/sampler.h"
+#include "model/tokenizer.h"
+#include "model/transformer.h"
+#include "model/vocab.h"
+#include "ops/matmul_int8.h"
+
+namespace py = pybind11;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr auto kPollInterval = std::chrono::milliseconds(50);
+constexpr int kUbatch = 512;  // the CLI's -ub default: same chunks, same logits
+
+std::timed_mutex g_compute;  // one computation at a time in the process (see the header comment)
+
+// Thrown by a poll that found a pending Python error (KeyboardInterrupt); the error stays set in
+// the thread state until the binding rethrows it as py::error_already_set with the GIL held.
+struct Interrupted {};
+// Thrown inside a streaming worker when the consumer cancelled.
+struct Cancelled {};
+
+// Polls for Python signals at most every kPollInterval. Called with the GIL released.
+class SignalPoller : public mkv::ForwardObserver {
+ public:
+  explicit SignalPoller(bool enabled) : enabled_(enabled) {}
+  void poll() {
+    if (!enabled_) return;
+    const auto now = Clock::now();
+    if (now - last_ < kPollInterval) return;
+    last_ = now;
+    py::gil_scoped_acquire gil;
+    if (PyErr_CheckSignals() != 0) throw Interrupted{};
+  }
+  void on_queries(int, int, const float*, const int32_t*, const mkv::KvCache&) override { poll(); }
+
+ private:
+  bool enabled_;
+  Clock::time_point last_ = Clock::now();
+};
+
+// Holds g_compute; taken with the GIL released. While another computation (a stream being
+// produced, another thread) holds it, `between_tries` runs every kPollInterval: it polls for
+// signals (a Ctrl-C while waiting) or checks a stream's cancellation, and may throw.
+class ComputeLock {
+ public:
+  explicit ComputeLock(const std::function<void()>& between_tries) {
+    while (!g_compute.try_lock_for(kPollInterval))
+      if (between_tries) between_tries();
+  }
+  ~ComputeLock() { g_compute.unlock(); }
+  ComputeLock(const ComputeLock&) = delete;
+  ComputeLock& operator=(const ComputeLock&) = delete;
+};
+
+void poll_signals_now() {
+  py::gil_scoped_acquire gil;
+  if (PyErr_CheckSignals() != 0) throw Interrupted{};
+}
+
+// Python text from engine bytes (invalid UTF-8 from byte-fallback tokens becomes U+FFFD).
+py::str to_str(const std::string& s) {
+  PyObject* o = PyUnicode_DecodeUTF8(s.data(), static_cast<Py_ssize_t>(s.size()), "replace");
+  if (!o) throw py::error_already_set();
+  return py::reinterpret_steal<py::str>(o);
+}
+
+mkv::MatmulPrecision parse_precision(const std::string& p) {
+  if (p == "exact") return mkv::MatmulPrecision::Exact;
+  if (p == "fast") return mkv::MatmulPrecision::Fast;
+  throw py::value_error("precision must be \"exact\" or \"fast\", got \"" + p + "\"");
+}
+
+struct Model;
+
+// Everything one generation needs, validated with the GIL held before any computation starts.
+struct GenerationJob {
+  std::vector<int32_t> prompt;
+  mkv::PressConfig press;
+  mkv::SamplerParams sampler;
+  mkv::GenerationParams params;
+};
+
+struct Model {
+  std::string path;
+  int threads = 0;
+  int ctx = 0;
+  mkv::MatmulPrecision precision = mkv::MatmulPrecision::Exact;
+  std::unique_ptr<mkv::GgufFile> file;  // outlives the transformer, which views its weights
+  std::unique_ptr<mkv::Transformer> transformer;
+  std::unique_ptr<mkv::Tokenizer> tokenizer;
+
+  Model(const std::string& model_path, std::optional<int> n_threads, int n_ctx, const std::string& prec)
+      : path(model_path), threads(n_threads.value_or(0)), ctx(n_ctx), precision(parse_precision(prec)) {
+    if (threads < 0) throw py::value_error("threads must be >= 0 (0 or None: every hardware thread)");
+    if (threads > mkv::max_thread_count())
+      throw py::value_error("threads=" + std::to_string(threads) + " is above the limit of " +
+                            std::to_string(mkv::max_thread_count()));
+    if (ctx < 0) throw py::value_error("ctx must be >= 0 (0: the model's context length)");
+    std::error_code ec;
+    if (!std::filesystem::exists(path, ec)) {
+      PyErr_SetObject(PyExc_FileNotFoundError, py::make_tuple(ENOENT, "No such file or directory", path).ptr());
+      throw py::error_already_set();
+    }
+    py::gil_scoped_release release;  // loading touches no process-wide setting: no g_compute
+    file = std::make_unique<mkv::GgufFile>(mkv::GgufFile::open(path));
+    transformer = std::make_unique<mkv::Transformer>(*file, kUbatch);
+    tokenizer = mkv::Tokenizer::create(mkv::Vocab::from_gguf(*file));
+  }
+
+  int n_vocab() const { return transformer->config().n_vocab; }
+  int n_ctx() const { return ctx > 0 ? ctx : transformer->config().context_length; }
+
+  // The process-wide settings this model runs with, applied on the computing thread (OpenMP's
+  // thread count is a per-thread setting). Called with g_compute held.
+  void apply_settings() const {
+    mkv::set_num_threads(threads);
+    mkv::set_matmul_precision(precision);
+  }
+
+  mkv::SessionOptions session_options(mkv::Press* press) const {
+    mkv::SessionOptions so;
+    so.ubatch = kUbatch;
+    so.n_ctx = ctx;
+    so.press = press;
+    return so;
+  }
+
+  // Token ids from Python ints, each checked to be in [0, n_vocab) (ValueError otherwise).
+  std::vector<int32_t> checked_ids(const std::vector<int64_t>& ids) const {
+    const int n = tokenizer->n_vocab();
+    std::vector<int32_t> out(ids.size());
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+      if (ids[i] < 0 || ids[i] >= n)
+        throw py::value_error("token id " + std::to_string(ids[i]) + " at index " + std::to_string(i) +
+                              " is out of range [0, " + std::to_string(n) + ")");
+      out[i] = static_cast<int32_t>(ids[i]);
+    }
+    return out;
+  }
+
+  std::vector<int32_t> tokenize(const std::string& text, bool add_bos, bool parse_special) const {
+    return tokenizer->encode(text, add_bos, parse_special);
+  }
+
+  py::str detokenize(const std::vector<int64_t>& id_list, bool render_special) const {
+    const std::vector<int32_t> ids = checked_ids(id_list);
+    return to_str(tokenizer->decode(ids, render_special));
+  }
+
+  py::array_t<float> logits(const std::vector<int64_t>& id_list) {
+    const std::vector<int32_t> ids = checked_ids(id_list);
+    if (ids.empty()) throw py::value_error("logits: no token ids given");
+    if (static_cast<int64_t>(ids.size()) > n_ctx())
+      throw py::value_error("logits: " + std::to_string(ids.size()) + " tokens do not fit the context of " +
+                            std::to_string(n_ctx()) + " (raise ctx)");
+    const int nv = n_vocab();
+    py::array_t<float> out({static_cast<py::ssize_t>(ids.size()), static_cast<py::ssize_t>(nv)});
+    float* data = out.mutable_data();
+    bool interrupted = false;
+    {
+      py::gil_scoped_release release;
+      try {
+        ComputeLock lock(poll_signals_now);
+        apply_settings();
+        mkv::Session session(*transformer, session_options(nullptr));
+        SignalPoller poller(true);
+        session.set_observer(&poller);
+        session.evaluate(ids, data);
+      } catch (const Interrupted&) {
+        interrupted = true;
+      }
+    }
+    if (interrupted) throw py::error_already_set();
+    return out;
+  }
+
+  // Prompt ids from a str (encoded like `momentkv generate -p`) or a list of ids (used as given).
+  std::vector<int32_t> prompt_ids(const py::handle& prompt) const {
+    std::vector<int32_t> ids;
+    if (py::isinstance<py::str>(prompt)) {
+      ids = tokenizer->encode(prompt.cast<std::string>(), /*add_special=*/true, /*parse_special=*/true);
+    } else {
+      ids = checked_ids(prompt.cast<std::vector<int64_t>>());  // the Python side passes a list of ints
+    }
+    if (ids.empty()) throw py::value_error("the prompt is empty (and the model adds no BOS token)");
+    if (static_cast<int64_t>(ids.size()) >= n_ctx())
+      throw py::value_error("prompt of " + std::to_string(ids.size()) + " tokens does not fit the context of " +
+                            std::to_string(n_ctx()) + " (raise ctx)");
+    return ids;
+  }
+
+  std::vector<int32_t> chat_ids(const std::vector<std::pair<std::string, std::string>>& messages,
+                                const std::string& chat_template) const {
+    std::vector<mkv::ChatMessage> ms;
+    for (const auto& [role, content] : messages) ms.push_back({role, content});
+    const mkv::ChatTemplate t = mkv::ChatTemplate::for_vocab(tokenizer->vocab(), chat_template);
+    const std::string text = t.render(ms, /*add_generation_prompt=*/true);
+    const mkv::Vocab& v = tokenizer->vocab();
+    const bool has_bos = v.bos >= 0 && text.starts_with(tokenizer->token_to_piece(v.bos, true));
+    return tokenizer->encode(text, /*add_special=*/!has_bos, /*parse_special=*/true);
+  }
+
+  GenerationJob job(std::vector<int32_t> prompt, int max_tokens, float temperature, float top_p, int top_k,
+                    float min_p, std::optional<int64_t> seed, const std::string& press,
+                    std::optional<int64_t> kv_budget, std::optional<double> compression_ratio,
+                    std::vector<std::string> stop, bool ignore_eos) const {
+    if (max_tokens < -1) throw py::value_error("max_tokens must be -1 (unlimited) or >= 0");
+    if (seed && *seed < 0) throw py::value_error("seed must be >= 0 (None: a random seed)");
+    GenerationJob j;
+    j.prompt = std::move(prompt);
+    j.press = mkv::PressConfig::parse(press, mkv::PressConfig::budget_from_flags(kv_budget, compression_ratio));
+    j.press.require_budget();
+    j.sampler.temperature = temperature;
+    j.sampler.top_k = top_k;
+    j.sampler.top_p = top_p;
+    j.sampler.min_p = min_p;
+    j.sampler.seed = seed ? static_cast<uint64_t>(*seed) : std::random_device{}();
+    mkv::Sampler check(j.sampler);  // MkvError (ValueError) for invalid parameters, now
+    j.params.max_new_tokens = max_tokens;
+    j.params.ignore_eos = ignore_eos;
+    j.params.stop = std::move(stop);
+    j.params.reply_starts_text = false;  // like the CLI: the reply continues the prompt's text
+    return j;
+  }
+
+  // Runs one generation on the calling thread; g_compute must be held and the GIL released.
+  // `on_text` and `check` are called on this thread between tokens.
+  mkv::GenerationResult run(const GenerationJob& j, const std::function<bool(std::string_view)>& on_text,
+                            SignalPoller& poller, const std::function<void()>& check) {
+    apply_settings();
+    const std::unique_ptr<mkv::Press> p = j.press.is_full() ? nullptr : j.press.make();
+    mkv::Session session(*transformer, session_options(p.get()));
+    session.set_observer(&poller);
+    mkv::Sampler sampler(j.sampler);
+    mkv::GenerationCallbacks callbacks;
+    callbacks.pick = [&](std::span<const float> logits) {
+      poller.poll();
+      if (check) check();
+      return sampler.sample(logits);
+    };
+    callbacks.on_text = on_text;
+    return mkv::generate(session, *tokenizer, {j.prompt, {}}, j.params, callbacks);
+  }
+
+  py::dict generate_blocking(const GenerationJob& j) {
+    mkv::GenerationResult result;
+    bool interrupted = false;
+    {
+      py::gil_scoped_release release;
+      try {
+        ComputeLock lock(poll_signals_now);
+        SignalPoller poller(true);
+        result = run(j, {}, poller, {});
+      } catch (const Interrupted&) {
+        interrupted = true;
+      }
+    }
+    if (interrupted) throw py::error_already_set();
+    py::dict d;
+    d["text"] = to_str(result.text);
+    d["tokens"] = result.tokens;
+    d["prompt_tokens"] = result.prompt_tokens;
+    d["stop_reason"] = mkv::stop_reason_name(result.stop);
+    d["prefill_seconds"] = result.prefill_seconds;
+    d["decode_seconds"] = result.decode_seconds;
+    return d;
+  }
+};
+
+// The streaming half: a worker thread runs the generation, pieces come back through a queue.
+class TextStream {
+ public:
+  TextStream(py::object model_ref, Model& model, GenerationJob job)
+      : model_ref_(std::move(model_ref)), model_(model), job_(std::move(job)) {
+    worker_ = std::thread([this] { work(); });
+  }
+  ~TextStream() {
+    if (PyGILState_Check()) {
+      py::gil_scoped_release release;
+      stop();
+    } else {
+      stop();
+    }
+  }
+
+  py::str next() {
+    while (true) {
+      std::optional<std::string> piece;
+      bool finished = false;
+      {
+        py::gil_scoped_release release;
+        std::unique_lock lock(mutex_);
+        changed_.wait_for(lock, kPollInterval, [&] { return !queue_.empty() || done_; });
+        if (!queue_.empty()) {
+          piece = std::move(queue_.front());
+          queue_.pop_front();
+        } else if (done_) {
+          finished = true;
+        }
+      }
+      if (piece) return to_str(*piece);
+      if (finished) {
+        {
+          py::gil_scoped_release release;
+          stop();
+        }
+        if (error_) {
+          std::exception_ptr e = std::exchange(error_, nullptr);
+          std::rethrow_exception(e);  // MkvError -> ValueError by the translator
+        }
+        throw py::stop_iteration();
+      }
+      if (PyErr_CheckSignals() != 0) {  // KeyboardInterrupt while waiting: cancel, then raise
+        {
+          py::gil_scoped_release release;
+          stop();
+        }
+        throw py::error_already_set();
+      }
+    }
+  }
+
+  // Cancels the generation (if still running) and waits for the worker. Safe to call twice.
+  void close() {
+    py::gil_scoped_release release;
+    stop();
+    std::lock_guard lock(mutex_);
+    queue_.clear();
+  }
+
+ private:
+  void stop() {
+    cancel_ = true;
+    std::lock_guard lock(join_mutex_);  // close() and __next__ from two threads join once
+    if (worker_.joinable()) worker_.join();
+  }
+
+  void work() {
+    try {
+      auto check = [this] {
+        if (cancel_) throw Cancelled{};
+      };
+      ComputeLock compute(check);  // a stream waiting for another computation can be cancelled
+      SignalPoller poller(false);  // signals are polled by the consumer
+      auto on_text = [this](std::string_view text) {
+        if (cancel_) return false;
+        std::lock_guard lock(mutex_);
+        queue_.emplace_back(text);
+        changed_.notify_all();
+        return true;
+      };
+      model_.run(job_, on_text, poller, check);
+    } catch (const Cancelled&) {
+    } catch (...) {
+      std::lock_guard lock(mutex_);
+      error_ = std::current_exception();
+    }
+    std::lock_guard lock(mutex_);
+    done_ = true;
+    changed_.notify_all();
+  }
+
+  py::object model_ref_;  // keeps the Model alive while the worker runs (destroyed after the join)
+  Model& model_;
+  GenerationJob job_;
+  mutable std::mutex mutex_;
+  std::condition_variable changed_;
+  std::deque<std::string> queue_;
+  bool done_ = false;
+  std::exception_ptr error_;
+  std::atomic<bool> cancel_ = false;
+  std::mutex join_mutex_;
+  std::thread worker_;
+};
+
+py::list press_catalog() {
+  py::list out;
+  for (const mkv::PressInfo& p : mkv::press_catalog()) {
+    py::list params;
+    for (const mkv::PressParamInfo& q : p.params) {
+      py::dict d;
+      d["key"] = q.key;
+      d["default"] = q.default_value;
+      d["help"] = q.help;
+      params.append(d);
+    }
+    py::dict d;
+    d["name"] = p.name;
+    d["summary"] = p.summary;
+    d["params"] = params;
+    out.append(d);
+  }
+  return out;
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_momentkv, m) {
+  m.doc() = "momentkv's C++ engine (use the package momentkv, not this module directly)";
+
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const mkv::MkvError& e) {
+      PyErr_SetString(PyExc_ValueError, e.what());
+    }
+  });
+
+  m.def(
+      "parse_press",
+      [](const std::string& spec, std::optional<int64_t> kv_budget, std::optional<double> compression_ratio,
+         bool require_budget) {
+        const mkv::PressConfig c =
+            mkv::PressConfig::parse(spec, mkv::PressConfig::budget_from_flags(kv_budget, compression_ratio));
+        if (require_budget) c.require_budget();
+        return py::make_tuple(c.name(), c.spec(), c.as_given());
+      },
+      py::arg("spec"), py::arg("kv_budget") = py::none(), py::arg("compression_ratio") = py::none(),
+      py::arg("require_budget") = false,
+      "Validates a press spec like --press (with --kv-budget/--compression-ratio); returns (name, canonical "
+      "spec, spec as given). ValueError with the CLI's message when it is invalid.");
+  m.def("press_catalog", &press_catalog, "Every press with its parameters and defaults (momentkv presses).");
+
+  py::class_<TextStream>(m, "TextStream")
+      .def("__iter__", [](py::object self) { return self; })
+      .def("__next__", &TextStream::next)
+      .def("close", &TextStream::close);
+
+  py::class_<Model>(m, "Model")
+      .def(py::init<const std::string&, std::optional<int>, int, const std::string&>(), py::arg("path"),
+           py::arg("threads") = py::none(), py::arg("ctx") = 0, py::arg("precision") = "exact")
+      .def_property_readonly("n_vocab", &Model::n_vocab)
+      .def_property_readonly("n_ctx", &Model::n_ctx)
+      .def_readonly("path", &Model::path)
+      .def_property_readonly("bos", [](const Model& m) { return m.tokenizer->vocab().bos; })
+      .def_property_readonly("eos", [](const Model& m) { return m.tokenizer->vocab().eos; })
+      .def("tokenize", &Model::tokenize, py::arg("text"), py::arg("add_bos") = true, py::arg("parse_special") = true)
+      .def("detokenize", &Model::detokenize, py::arg("ids"), py::arg("render_special") = false)
+      .def("logits", &Model::logits, py::arg("ids"))
+      .def("chat_ids", &Model::chat_ids, py::arg("messages"), py::arg("chat_template") = "")
+      .def(
+          "generate",
+          [](py::object self, py::object prompt, int max_tokens, float temperature, float top_p,
+             int top_k, float min_p, std::optional<int64_t> seed, const std::string& press,
+             std::optional<int64_t> kv_budget, std::optional<double> compression_ratio,
+             std::vector<std::string> stop, bool ignore_eos, bool stream) -> py::object {
+            Model& model = self.cast<Model&>();
+            GenerationJob j = model.job(model.prompt_ids(prompt), max_tokens, temperature, top_p, top_k, min_p, seed, press, kv_budget,
+                                        compression_ratio, std::move(stop), ignore_eos);
+            if (!stream) return model.generate_blocking(j);
+            return py::cast(std::make_unique<TextStream>(self, model, std::move(j)));
+          },
+          py::arg("prompt"), py::arg("max_tokens"), py::arg("temperature"), py::arg("top_p"), py::arg("top_k"),
+          py::arg("min_p"), py::arg("seed"), py::arg("press"), py::arg("kv_budget"), py::arg("compression_ratio"),
+          py::arg("stop"), py::arg("ignore_eos"), py::arg("stream"));
+}
