@@ -32,15 +32,6 @@ std::vector<std::string> split_list(const std::string& text) {
   return out;
 }
 
-eval::GeneratorOptions generator_options(const EvalCommonOptions& o, const LoadedModel& m) {
-  eval::GeneratorOptions g;
-  g.ubatch = o.model.ubatch;
-  g.n_ctx = o.model.ctx;
-  g.kv_storage = m.kv_storage;
-  g.compress_each_chunk = o.compress_each_chunk;
-  return g;
-}
-
 // Fills the fields every evaluation shares from the common flags; loads the model.
 LoadedModel fill_run_config(const EvalCommonOptions& o, eval::EvalRunConfig& c) {
   c.settings = eval::expand_press_settings(o.presses.empty() ? std::vector<PressConfig>{PressConfig()} : o.presses,
@@ -52,7 +43,7 @@ LoadedModel fill_run_config(const EvalCommonOptions& o, eval::EvalRunConfig& c) 
   c.shard = eval::ShardSpec::parse(o.shard);
   c.max_samples = o.max_samples;
   LoadedModel m = load_model(o.model);
-  c.generator = generator_options(o, m);
+  c.session = session_options(o.model, m, o.compress_each_chunk);
   c.model_name = std::filesystem::path(m.file->path()).stem().string();
   return m;
 }

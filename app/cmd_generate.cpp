@@ -98,12 +98,8 @@ int run_generate(const GenerateOptions& o) {
 
   const std::unique_ptr<Press> press = o.press.is_full() ? nullptr : o.press.make();
   if (press) fmt::print(stderr, "press: {}\n", press->spec());
-  SessionOptions so;
-  so.ubatch = o.model.ubatch;
-  so.n_ctx = o.model.ctx;
-  so.kv_storage = m.kv_storage;
+  SessionOptions so = session_options(o.model, m, o.compress_each_chunk);
   so.press = press.get();
-  so.compress_each_chunk = o.compress_each_chunk;
   Session session(*m.transformer, so);
   ReplyStream stream{o, sampler};
   if (o.conversation) {

@@ -37,10 +37,7 @@ int run_serve(const ServeOptions& o) {
   so.chat_template = o.chat_template;
   so.press = o.press;
   so.budget = o.budget;
-  so.ubatch = o.model.ubatch;
-  so.n_ctx = o.model.ctx;
-  so.kv_storage = m.kv_storage;
-  so.compress_each_chunk = o.compress_each_chunk;
+  so.session = session_options(o.model, m, o.compress_each_chunk);
   serve::Server server(*m.transformer, *m.tokenizer, so);
   const int port = server.bind();
   fmt::print(stderr, "momentkv serve: listening on http://{}:{} (model {}, press {}{})\n", o.host, port, so.model_name,

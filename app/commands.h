@@ -11,6 +11,7 @@
 #include "gguf/gguf_file.h"
 #include "kv/kv_cache.h"
 #include "kv/press_config.h"
+#include "engine/session.h"
 #include "model/tokenizer.h"
 #include "model/transformer.h"
 
@@ -37,6 +38,8 @@ struct LoadedModel {
 
 // Resolves the model path (flag, environment, default), sets the thread count, loads the model.
 LoadedModel load_model(const ModelOptions& options);
+// How a command's sessions run: -ub, -c and -ctk/-ctv of `options` (no press: each caller sets its own).
+SessionOptions session_options(const ModelOptions& options, const LoadedModel& model, bool compress_each_chunk);
 // The model file a -m flag names: the flag, else $MOMENTKV_MODEL, else the shared stories260K.
 std::string resolve_model_path(const std::string& flag);
 

@@ -78,4 +78,13 @@ LoadedModel load_model(const ModelOptions& options) {
   return loaded;
 }
 
+SessionOptions session_options(const ModelOptions& options, const LoadedModel& model, bool compress_each_chunk) {
+  SessionOptions so;
+  so.ubatch = options.ubatch;
+  so.n_ctx = options.ctx;
+  so.kv_storage = model.kv_storage;
+  so.compress_each_chunk = compress_each_chunk;
+  return so;
+}
+
 }  // namespace mkv::cli

@@ -151,12 +151,12 @@ RulerEvalSummary run_ruler_eval(Transformer& model, const Tokenizer& tokenizer, 
   // RULER's length is prompt + generated tokens: it must fit the context before any haystack is
   // built (a huge --length would otherwise grow haystacks for a very long time).
   const int64_t context_tokens =
-      config.generator.n_ctx > 0 ? config.generator.n_ctx : model.config().context_length;
+      config.session.n_ctx > 0 ? config.session.n_ctx : model.config().context_length;
   if (config.data_files.empty()) {
     for (const std::string& task : config.tasks) ruler::task_spec(task);  // an unknown task name first
     MKV_CHECK(config.length <= context_tokens,
               "--length {} exceeds the context of {} tokens ({}); --length counts the prompt and the generated tokens",
-              config.length, context_tokens, config.generator.n_ctx > 0 ? "-c" : "the model's context_length");
+              config.length, context_tokens, config.session.n_ctx > 0 ? "-c" : "the model's context_length");
   }
 
   std::vector<TaskData> data;

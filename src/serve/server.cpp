@@ -49,7 +49,7 @@ struct Server::State {
 
   State(Transformer& m, const Tokenizer& t, ServerOptions o)
       : model(m), tokenizer(t), options(std::move(o)),
-        n_ctx(options.n_ctx > 0 ? options.n_ctx : m.config().context_length) {}
+        n_ctx(options.session.n_ctx > 0 ? options.session.n_ctx : m.config().context_length) {}
 
   // The prompt tokens of a request; ApiError when it is empty or does not fit the context.
   std::vector<int32_t> prompt_tokens(const CompletionRequest& r) const {
@@ -75,12 +75,9 @@ struct Server::State {
   CompletionOutcome run(const CompletionRequest& r, const PressConfig& press_config, std::span<const int32_t> tokens,
                         Sampler& sampler, const std::function<bool(std::string_view)>& on_text) {
     const std::unique_ptr<Press> press = press_config.is_full() ? nullptr : press_config.make();
-    SessionOptions so;
-    so.ubatch = options.ubatch;
+    SessionOptions so = options.session;
     so.n_ctx = n_ctx;
-    so.kv_storage = options.kv_storage;
     so.press = press.get();
-    so.compress_each_chunk = options.compress_each_chunk;
     Session session(model, so);
     GenerationParams params;
     params.max_new_tokens = r.max_tokens;

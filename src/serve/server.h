@@ -14,6 +14,7 @@
 #include <optional>
 #include <string>
 
+#include "engine/session.h"
 #include "kv/kv_cache.h"
 #include "kv/press_config.h"
 #include "model/tokenizer.h"
@@ -35,10 +36,7 @@ struct ServerOptions {
   std::string chat_template;            // override of the model's template (llama3 | chatml | qwen3)
   PressConfig press;                    // the default compression (--press with its budget)
   std::optional<Budget> budget;         // the --kv-budget / --compression-ratio flags, for request presses without one
-  int ubatch = 512;
-  int n_ctx = 0;                        // 0: the model's context length
-  KvStorage kv_storage = KvStorage::F32;
-  bool compress_each_chunk = false;
+  SessionOptions session;               // how requests' sessions run (n_ctx 0: the model's; the press is the request's)
 };
 
 class Server {

@@ -109,7 +109,7 @@ eval::RulerEvalConfig tiny_ruler(const fs::path& assets, const fs::path& out) {
   c.tasks = {"niah_single_1"};
   c.length = 1024;  // stories260K's tokenizer is near character level: the template alone is ~400 tokens
   c.samples = 2;
-  c.generator.n_ctx = 1024;
+  c.session.n_ctx = 1024;
   c.seed = 7;
   c.essays = {assets / "text/frankenstein.txt"};
   c.settings = eval::expand_press_settings({PressConfig(), PressConfig::parse("snapkv")}, {64});

@@ -7,12 +7,32 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <stdexcept>
 
 namespace mkv::test {
 
 std::string trained_model_path() { return std::string(MOMENTKV_SOURCE_DIR) + "/models/stories-needle-2k.gguf"; }
+
+std::string capture_output(const std::string& command, int* status) {
+  std::string out;
+  FILE* pipe = ::popen(command.c_str(), "r");
+  if (!pipe) return out;
+  char buffer[4096];
+  std::size_t n;
+  while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) out.append(buffer, n);
+  *status = ::pclose(pipe);
+  return out;
+}
+
+std::filesystem::path npm_client_dir() {
+  if (const char* dir = std::getenv("MOMENTKV_NPM_DIR"); dir && *dir) return dir;
+  if (const char* cache = std::getenv("XDG_CACHE_HOME"); cache && *cache)
+    return std::filesystem::path(cache) / "momentkv" / "npm";
+  const char* home = std::getenv("HOME");
+  return std::filesystem::path(home ? home : "/root") / ".cache" / "momentkv" / "npm";
+}
 
 ServerProcess::ServerProcess(const std::vector<std::string>& args, const std::vector<std::string>& env) {
   int fds[2];

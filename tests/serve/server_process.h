@@ -4,6 +4,7 @@
 
 #include <sys/types.h>
 
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -35,5 +36,12 @@ class ServerProcess {
 
 // The repository's trained model (models/stories-needle-2k.gguf).
 std::string trained_model_path();
+
+// stdout of a shell command; its wait status in *status.
+std::string capture_output(const std::string& command, int* status);
+
+// Where scripts/test.sh installs the npm test clients: $MOMENTKV_NPM_DIR, else
+// $XDG_CACHE_HOME/momentkv/npm, else ~/.cache/momentkv/npm (the script's rule).
+std::filesystem::path npm_client_dir();
 
 }  // namespace mkv::test

@@ -18,40 +18,20 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-// Where setup.sh installs the npm clients (the same rule as the script).
-fs::path npm_dir() {
-  if (const char* dir = std::getenv("MOMENTKV_NPM_DIR"); dir && *dir) return dir;
-  if (const char* cache = std::getenv("XDG_CACHE_HOME"); cache && *cache) return fs::path(cache) / "momentkv" / "npm";
-  const char* home = std::getenv("HOME");
-  return fs::path(home ? home : "/root") / ".cache" / "momentkv" / "npm";
-}
-
-// stdout of a shell command; its exit status in *status.
-std::string capture(const std::string& command, int* status) {
-  std::string out;
-  FILE* pipe = ::popen(command.c_str(), "r");
-  if (!pipe) return out;
-  char buffer[4096];
-  std::size_t n;
-  while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) out.append(buffer, n);
-  *status = ::pclose(pipe);
-  return out;
-}
-
 TEST(ServeOpenAiClient, CompletionChatStreamsAndAPressThroughTheOfficialClient) {
-  if (std::system("command -v node >/dev/null 2>&1") != 0) GTEST_SKIP() << "node is not installed (scripts/setup.sh installs it)";
-  if (!fs::exists(npm_dir() / "node_modules" / "openai"))
-    GTEST_SKIP() << "the openai npm client is not installed in " << npm_dir() << " (scripts/setup.sh installs it)";
+  if (std::system("command -v node >/dev/null 2>&1") != 0) GTEST_SKIP() << "node is not installed (scripts/test.sh installs it)";
+  if (!fs::exists(test::npm_client_dir() / "node_modules" / "openai"))
+    GTEST_SKIP() << "the openai npm client is not installed in " << test::npm_client_dir() << " (scripts/test.sh installs it)";
   test::ServerProcess server({"-m", test::trained_model_path(), "--chat-template", "chatml", "--api-key", "k-123"});
   const std::string script = std::string(MOMENTKV_SOURCE_DIR) + "/tests/serve/node/openai_client.cjs";
   int status = -1;
-  const std::string out = capture("MOMENTKV_NPM_DIR='" + npm_dir().string() + "' node '" + script +
+  const std::string out = test::capture_output("MOMENTKV_NPM_DIR='" + test::npm_client_dir().string() + "' node '" + script +
                                       "' http://127.0.0.1:" + std::to_string(server.port()) + "/v1 k-123",
                                   &status);
   ASSERT_EQ(status, 0) << out << "\nserver log:\n" << server.log();
   const json r = json::parse(out);
   // The same greedy text as the CLI (generate echoes the prompt, then the reply and a newline).
-  const std::string cli = capture(std::string(MOMENTKV_BIN) + " generate -m " + test::trained_model_path() +
+  const std::string cli = test::capture_output(std::string(MOMENTKV_BIN) + " generate -m " + test::trained_model_path() +
                                       " -p 'Once upon a time' -n 12 --temp 0 2>/dev/null",
                                   &status);
   ASSERT_EQ(status, 0);

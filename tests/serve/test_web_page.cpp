@@ -20,33 +20,14 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-std::string capture(const std::string& command, int* status) {
-  std::string out;
-  FILE* pipe = ::popen(command.c_str(), "r");
-  if (!pipe) return out;
-  char buffer[4096];
-  std::size_t n;
-  while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) out.append(buffer, n);
-  *status = ::pclose(pipe);
-  return out;
-}
-
-// Where scripts/test.sh installs the npm clients (the same rule as the script).
-fs::path npm_dir() {
-  if (const char* dir = std::getenv("MOMENTKV_NPM_DIR"); dir && *dir) return dir;
-  if (const char* cache = std::getenv("XDG_CACHE_HOME"); cache && *cache) return fs::path(cache) / "momentkv" / "npm";
-  const char* home = std::getenv("HOME");
-  return fs::path(home ? home : "/root") / ".cache" / "momentkv" / "npm";
-}
-
 class ServeWebPage : public ::testing::Test {
  protected:
   void SetUp() override {
     if (std::system("command -v chromium >/dev/null 2>&1") != 0)
       GTEST_SKIP() << "chromium is not installed (scripts/test.sh installs Debian's chromium)";
     if (std::system("command -v node >/dev/null 2>&1") != 0) GTEST_SKIP() << "node is not installed";
-    if (!fs::exists(npm_dir() / "node_modules" / "puppeteer-core"))
-      GTEST_SKIP() << "puppeteer-core is not installed in " << npm_dir() << " (scripts/test.sh installs it)";
+    if (!fs::exists(test::npm_client_dir() / "node_modules" / "puppeteer-core"))
+      GTEST_SKIP() << "puppeteer-core is not installed in " << test::npm_client_dir() << " (scripts/test.sh installs it)";
     artifacts_ = fs::path(MOMENTKV_BIN).parent_path() / "test-artifacts";
     fs::create_directories(artifacts_);
   }
@@ -55,7 +36,7 @@ class ServeWebPage : public ::testing::Test {
             const std::string& message, const std::string& screenshot) {
     const std::string script = std::string(MOMENTKV_SOURCE_DIR) + "/tests/serve/node/page_check.cjs";
     int status = -1;
-    const std::string out = capture("MOMENTKV_NPM_DIR='" + npm_dir().string() + "' timeout 180 node '" + script +
+    const std::string out = test::capture_output("MOMENTKV_NPM_DIR='" + test::npm_client_dir().string() + "' timeout 180 node '" + script +
                                         "' http://127.0.0.1:" + std::to_string(server.port()) + "/ " + press + " " +
                                         std::to_string(budget) + " " + std::to_string(max_tokens) + " '" + message +
                                         "' '" + (artifacts_ / screenshot).string() + "' 2>&1",
@@ -70,7 +51,7 @@ class ServeWebPage : public ::testing::Test {
 TEST_F(ServeWebPage, SendsAMessageAndShowsTheReplyAndTheKvBytes) {
   test::ServerProcess server({"-m", test::trained_model_path()});
   int status = -1;
-  const std::string cli = capture(std::string(MOMENTKV_BIN) + " generate -m " + test::trained_model_path() +
+  const std::string cli = test::capture_output(std::string(MOMENTKV_BIN) + " generate -m " + test::trained_model_path() +
                                       " -p 'Once upon a time' -n 12 --temp 0 2>/dev/null",
                                   &status);
   ASSERT_EQ(status, 0);

@@ -253,7 +253,7 @@ LongBenchEvalSummary run_longbench_eval(Transformer& model, const Tokenizer& tok
   }
 
   const std::optional<ChatTemplate> chat = eval_chat_template(config.chat_template, tokenizer);
-  const int context_length = config.generator.n_ctx > 0 ? config.generator.n_ctx : model.config().context_length;
+  const int context_length = config.session.n_ctx > 0 ? config.session.n_ctx : model.config().context_length;
 
   MKV_CHECK(config.max_length < context_length, "--max-length {} does not fit the context of {} (raise -c)",
             config.max_length, context_length);

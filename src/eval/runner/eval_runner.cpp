@@ -88,7 +88,7 @@ EvalRunSummary run_evaluation(Transformer& model, const Tokenizer& tokenizer, co
         }
         PreparedSample sample = benchmark.prepare(t, i);
         const GenerationResult g =
-            generate_greedy(model, tokenizer, config.settings[r], sample.request, config.generator);
+            generate_greedy(model, tokenizer, config.settings[r], sample.request, config.session);
         sample.row["pred"] = g.text;
         benchmark.complete(sample.row, g, sample.request);
         store.append(sample.row);

@@ -35,14 +35,11 @@ std::vector<PressSetting> expand_press_settings(const std::vector<PressConfig>& 
 }
 
 mkv::GenerationResult generate_greedy(Transformer& model, const Tokenizer& tokenizer, const PressSetting& setting,
-                                      const GenerationRequest& request, const GeneratorOptions& options) {
+                                      const GenerationRequest& request, const SessionOptions& options) {
   const std::unique_ptr<Press> press = setting.press.is_full() ? nullptr : setting.press.make();
-  SessionOptions so;
+  SessionOptions so = options;
   so.ubatch = std::min(options.ubatch > 0 ? options.ubatch : model.max_batch(), model.max_batch());
-  so.n_ctx = options.n_ctx;
-  so.kv_storage = options.kv_storage;
   so.press = press.get();
-  so.compress_each_chunk = options.compress_each_chunk;
   Session session(model, so);
   GenerationParams params;
   params.max_new_tokens = request.max_new_tokens;

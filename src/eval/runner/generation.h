@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "engine/generation.h"
+#include "engine/session.h"
 #include "kv/kv_cache.h"
 #include "kv/press_config.h"
 #include "model/tokenizer.h"
@@ -42,15 +43,9 @@ struct GenerationRequest {
   std::vector<std::string> stop_strings;  // generation ends at the first occurrence (cut off)
 };
 
-struct GeneratorOptions {
-  int ubatch = 512;
-  int n_ctx = 0;
-  KvStorage kv_storage = KvStorage::F32;
-  bool compress_each_chunk = false;
-};
-
-// A fresh session with the setting's press; MkvError when the prompt does not fit the context.
+// A fresh session (`session` with the setting's press; ubatch 0 or above the model's limit: the
+// limit) and greedy generation; MkvError when the prompt does not fit the context.
 mkv::GenerationResult generate_greedy(Transformer& model, const Tokenizer& tokenizer, const PressSetting& setting,
-                                      const GenerationRequest& request, const GeneratorOptions& options);
+                                      const GenerationRequest& request, const SessionOptions& session);
 
 }  // namespace mkv::eval

@@ -19,7 +19,7 @@ struct EvalRunConfig {
   std::filesystem::path output_dir;
   ShardSpec shard;
   int64_t max_samples = -1;  // stop after this many new predictions (tests, partial runs)
-  GeneratorOptions generator;
+  SessionOptions session;  // how every sample's session runs (its press is the setting's)
   std::string model_name = "model";
 };
 
