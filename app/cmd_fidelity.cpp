@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "commands.h"
+#include "eval/held_out.h"
 #include "kv/press_registry.h"
 #include "core/error.h"
 #include "core/int_list.h"
@@ -29,34 +30,19 @@ void write_file(const std::filesystem::path& path, const std::string& text) {
 }  // namespace
 
 int run_fidelity(const FidelityOptions& o) {
-  MKV_CHECK(o.windows > 0, "--windows must be positive, got {}", o.windows);
-  MKV_CHECK(o.prompt_tokens > 1 && o.continuation_tokens > 0,
-            "--prompt-tokens must be > 1 and --continuation-tokens > 0 (got {} and {})", o.prompt_tokens,
-            o.continuation_tokens);
   MKV_CHECK(!o.output_dir.empty(), "-o DIR is required (fidelity.md, fidelity.json and plots are written there)");
   FidelityConfig config;
   config.presses = o.presses.empty()
                        ? compressing_presses()
                        : o.presses;
   config.budgets = parse_int_list(o.budgets, "--budgets", 1);
-  config.prompt_tokens = o.prompt_tokens;
-  config.continuation_tokens = o.continuation_tokens;
+  config.prompt_tokens = o.text.prompt_tokens;
+  config.continuation_tokens = o.text.continuation_tokens;
   config.model_output = !o.no_output_metrics;
 
-  const std::string path = o.text_file.empty() ? find_shared_asset("text/tinystories_val.txt") : o.text_file;
-  MKV_CHECK(!path.empty(), "no text given and ../shared/assets/text/tinystories_val.txt was not found; pass -f FILE");
-  std::ostringstream text;
-  text << read_text_file(path, "text file (-f)");
-
+  parse_text_split(o.text.split);  // a bad --split before the model loads
   LoadedModel m = load_model(o.model);
-  const int length = o.prompt_tokens + o.continuation_tokens + 1;
-  MKV_CHECK(length - 1 <= m.transformer->config().context_length,
-            "prompt + continuation = {} positions exceeds the model's context {}", length - 1,
-            m.transformer->config().context_length);
-  const std::vector<int32_t> tokens = m.tokenizer->encode(text.str(), /*add_special=*/false, /*parse_special=*/false);
-  const auto windows = text_windows(tokens, m.tokenizer->vocab().bos, length, o.windows);
-  MKV_CHECK(static_cast<int>(windows.size()) == o.windows, "the text has {} tokens: too short for {} windows of {}",
-            tokens.size(), o.windows, length);
+  const auto windows = comparison_windows(o.text, m);
 
   std::filesystem::create_directories(o.output_dir);
   std::unique_ptr<ProgressBar> bar;
@@ -68,12 +54,16 @@ int run_fidelity(const FidelityOptions& o) {
 
   const std::filesystem::path dir(o.output_dir);
   const std::string model_name = std::filesystem::path(m.file->path()).filename().string();
-  const std::string md = fidelity_markdown(rows, config, model_name, o.windows);
+  const std::string md = fmt::format("<!-- {} -->\n{}\n\n", provenance_line(), describe_windows(o.text)) +
+                         fidelity_markdown(rows, config, model_name, o.text.windows);
   write_file(dir / "fidelity.md", md);
   auto json = fidelity_json(rows, config);
   json["model"] = m.file->path();
-  json["text"] = path;
-  json["windows"] = o.windows;
+  json["text"] = o.text.text_file.empty() ? find_shared_asset("text/tinystories_val.txt") : o.text.text_file;
+  json["windows"] = o.text.windows;
+  json["split"] = o.text.split;
+  json["provenance"] = provenance_line();
+  json["seed"] = o.text.seed;
   write_file(dir / "fidelity.json", json.dump(1) + "\n");
   for (const auto& [name, svg] : fidelity_plots(rows)) write_file(dir / name, svg);
   fmt::print("{}", md);

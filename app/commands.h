@@ -36,6 +36,11 @@ struct LoadedModel {
   KvStorage kv_storage = KvStorage::F32;
 };
 
+// The command line as typed (main() records it) and "command: … · commit … · date UTC · CPU …",
+// the line every results table starts with.
+void set_command_line(int argc, char** argv);
+std::string provenance_line();
+
 // Resolves the model path (flag, environment, default), sets the thread count, loads the model.
 LoadedModel load_model(const ModelOptions& options);
 // How a command's sessions run: -ub, -c and -ctk/-ctv of `options` (no press: each caller sets its own).
@@ -96,16 +101,29 @@ int run_make_model(const MakeModelOptions& options);
 
 namespace mkv::cli {
 
+// The text windows kl and fidelity compare on (eval/held_out.h).
+struct TextWindowOptions {
+  std::string text_file;              // -f; default: shared tinystories_val.txt
+  int prompt_tokens = 448;            // --prompt-tokens (BOS included)
+  int continuation_tokens = 64;       // --continuation-tokens
+  int windows = 3;                    // --windows
+  std::string split = "first";        // --split first|dev|test
+  uint64_t seed = 1;                  // --seed: the order windows are drawn in (dev/test)
+};
+
+// Reads the text, checks the lengths against the model and cuts the windows (MkvError when the
+// text is too short for them).
+std::vector<std::vector<int32_t>> comparison_windows(const TextWindowOptions& options, const LoadedModel& model);
+// "split S, N windows of P + C tokens (slots ...), seed K": what a table was measured on.
+std::string describe_windows(const TextWindowOptions& options);
+
 struct KlOptions {
   ModelOptions model;
-  std::string text_file;              // -f; default: shared tinystories_val.txt
+  TextWindowOptions text;
   std::vector<PressConfig> presses;   // --press (repeatable; no budget); default: every press
   std::string budgets = "16,32,64,128";
   std::string nc = "both";            // --nc both|on|off
   bool equal_bytes = false;           // --equal-bytes
-  int prompt_tokens = 448;            // --prompt-tokens (BOS included)
-  int continuation_tokens = 64;       // --continuation-tokens
-  int windows = 3;                    // --windows
   std::string json_output;            // -o
 };
 int run_kl(const KlOptions& options);
@@ -134,12 +152,9 @@ namespace mkv::cli {
 
 struct FidelityOptions {
   ModelOptions model;
-  std::string text_file;              // -f; default: shared tinystories_val.txt
+  TextWindowOptions text;
   std::vector<PressConfig> presses;   // --press (repeatable; no budget, no nc); default: every press
   std::string budgets = "16,32,64,128";
-  int prompt_tokens = 448;            // --prompt-tokens (BOS included)
-  int continuation_tokens = 64;       // --continuation-tokens
-  int windows = 3;                    // --windows
   bool no_output_metrics = false;     // --no-output-metrics: skip KL / top-1 / ΔNLL
   std::string output_dir;             // -o DIR
 };

@@ -111,9 +111,23 @@ void add_model_flags(CLI::App& cmd, ModelOptions& m) {
   cmd.add_flag("--no-mmap", m.no_mmap, kNoMmapHelp);
 }
 
+// -f, --prompt-tokens, --continuation-tokens, --windows, --split, --seed of kl and fidelity.
+void add_window_flags(CLI::App& cmd, TextWindowOptions& t) {
+  cmd.add_option("-f,--file", t.text_file, "text file (default: ../shared/assets/text/tinystories_val.txt)");
+  cmd.add_option("--prompt-tokens", t.prompt_tokens, "compressed prompt length, BOS included")->capture_default_str();
+  cmd.add_option("--continuation-tokens", t.continuation_tokens, "teacher-forced positions compared")->capture_default_str();
+  cmd.add_option("--windows", t.windows, "text windows to average over")->capture_default_str();
+  cmd.add_option("--split", t.split,
+                 "first: the first consecutive windows; dev | test: seeded windows from the whole text, the two "
+                 "splits disjoint (choose defaults on dev, report on test)")
+      ->capture_default_str();
+  cmd.add_option("--seed", t.seed, "order the dev/test windows are drawn in")->capture_default_str();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  mkv::cli::set_command_line(argc, argv);
   CLI::App app{"momentkv: long-context LLM inference on a fixed KV-cache budget", "momentkv"};
   app.require_subcommand(1);
 
@@ -157,15 +171,12 @@ int main(int argc, char** argv) {
   KlOptions kl;
   auto* kl_cmd = app.add_subcommand("kl", "KL / same-top-1 / ΔNLL of presses against the full cache (teacher-forced text)");
   add_model_flags(*kl_cmd, kl.model);
-  kl_cmd->add_option("-f,--file", kl.text_file, "text file (default: ../shared/assets/text/tinystories_val.txt)");
+  add_window_flags(*kl_cmd, kl.text);
   PressFlags kl_press;
   kl_cmd->add_option("--press", kl_press.specs, "press spec without budget, repeatable (default: every press)");
   kl_cmd->add_option("--budgets", kl.budgets, "comma-separated budgets L (tokens per KV head)")->capture_default_str();
   kl_cmd->add_option("--nc", kl.nc, "normalisation correction: both | on | off")->capture_default_str();
   kl_cmd->add_flag("--equal-bytes", kl.equal_bytes, "count moment statistics against the budget (token-equivalents)");
-  kl_cmd->add_option("--prompt-tokens", kl.prompt_tokens, "compressed prompt length, BOS included")->capture_default_str();
-  kl_cmd->add_option("--continuation-tokens", kl.continuation_tokens, "teacher-forced positions compared")->capture_default_str();
-  kl_cmd->add_option("--windows", kl.windows, "consecutive text windows to average over")->capture_default_str();
   kl_cmd->add_option("-o,--output", kl.json_output, "also write the rows as JSON");
 
   auto* presses = app.add_subcommand("presses", "list the KV compression presses, their parameters and defaults");
@@ -191,13 +202,10 @@ int main(int argc, char** argv) {
   FidelityOptions fid;
   auto* fidelity_cmd = app.add_subcommand("fidelity", "attention fidelity per layer/head: evicted mass, cos(f_R, f_E), error with/without NC, KL");
   add_model_flags(*fidelity_cmd, fid.model);
-  fidelity_cmd->add_option("-f,--file", fid.text_file, "text file (default: ../shared/assets/text/tinystories_val.txt)");
+  add_window_flags(*fidelity_cmd, fid.text);
   PressFlags fid_press;
   fidelity_cmd->add_option("--press", fid_press.specs, "press spec without budget/nc, repeatable (default: every press)");
   fidelity_cmd->add_option("--budgets", fid.budgets, "comma-separated budgets L (tokens per KV head)")->capture_default_str();
-  fidelity_cmd->add_option("--prompt-tokens", fid.prompt_tokens, "compressed prompt length, BOS included")->capture_default_str();
-  fidelity_cmd->add_option("--continuation-tokens", fid.continuation_tokens, "continuation queries analysed")->capture_default_str();
-  fidelity_cmd->add_option("--windows", fid.windows, "consecutive text windows to average over")->capture_default_str();
   fidelity_cmd->add_flag("--no-output-metrics", fid.no_output_metrics, "skip KL / same-top-1 / ΔNLL at the model output");
   fidelity_cmd->add_option("-o,--output", fid.output_dir, "output folder (fidelity.md, fidelity.json, *.svg)")->required();
 

@@ -21,18 +21,20 @@ import operator
 import os
 
 from . import _momentkv, presses
-from .presses import Press
+from .presses import Press, ScorerPress
 
-__all__ = ["Model", "Press", "presses"]
+__all__ = ["Model", "Press", "ScorerPress", "presses"]
 __version__ = "0.1.0"
 
 
 def _press_spec(press):
+    """A spec string, or the momentkv.ScorerPress itself (a press written in Python)."""
     if isinstance(press, Press):
         return press.spec
-    if isinstance(press, str):
+    if isinstance(press, (str, ScorerPress)):
         return press
-    raise TypeError(f"press must be a spec string or a momentkv.presses object, got {type(press).__name__}")
+    raise TypeError(f"press must be a spec string, a momentkv.presses object or a momentkv.ScorerPress, "
+                    f"got {type(press).__name__}")
 
 
 def _stop_list(stop):
@@ -121,7 +123,8 @@ class Model:
         """Continues `prompt` (a str, encoded like `momentkv generate -p`, or a list of token ids).
 
         Sampling as llama.cpp (temperature <= 0: greedy; seed None: random). `press` is a spec
-        string ("snapkv:window=16") or a momentkv.presses object; a compressing press needs exactly
+        string ("snapkv:window=16"), a momentkv.presses object or a momentkv.ScorerPress (a press
+        written in Python, whose exceptions propagate from here); a compressing press needs exactly
         one of kv_budget (tokens per KV head) or compression_ratio (fraction removed), or a budget
         in the spec. The prompt is compressed after its prefill, then the reply is decoded.
         `stop`: a str or list of str that ends the reply (excluded). Returns the reply text, or

@@ -18,7 +18,7 @@ import math
 
 from . import _momentkv
 
-__all__ = ["Press", "Full", "StreamingLLM", "H2O", "SnapKV", "PyramidKV", "AdaKV", "MomentKV", "list"]
+__all__ = ["Press", "ScorerPress", "Full", "StreamingLLM", "H2O", "SnapKV", "PyramidKV", "AdaKV", "MomentKV", "list"]
 
 # The kind of every parameter key (the engine's registry validates ranges and choices).
 _INT = {"window", "kernel", "sinks", "rounds", "budget", "decode_slack", "groups"}
@@ -179,3 +179,102 @@ def list():  # noqa: A001 (momentkv.presses.list(), as the issue names it)
     """Every press with its parameters and defaults, from the engine's catalog (`momentkv presses`):
     a list of dicts {"name", "summary", "params": [{"key", "default", "help"}, ...]}."""
     return builtins.list(_momentkv.press_catalog())
+
+
+class ScorerPress:
+    """A press written in Python: subclass it and implement score() (kvpress's scorer contract,
+    for one layer and KV head, without padding). The engine calls score() during compression and
+    applies its own selection around the scores: sinks and window protection, the budget
+    allocation (uniform / adaptive / pyramid), rounds and NC.
+
+        class KeyNorm(momentkv.ScorerPress):
+            def score(self, keys, values, queries, positions, layer, kv_head):
+                return -np.linalg.norm(keys, axis=1)      # one score per row, higher = keep
+
+        model.generate(text, 8, press=KeyNorm(window=16), kv_budget=64)
+
+    score(keys, values, queries, positions, layer, kv_head) -> numpy array (n,):
+      keys (n, d_k) and values (n, d_v) float32: the head's cached rows (read-only copies);
+      queries (n_obs, group, d_k) float32: the last `window` observed post-RoPE queries of the
+        head's query group, oldest first (fewer than window early on);
+      positions (n,) int32: the rows' token positions (increasing).
+    If score() also takes a `query_positions` parameter it receives the queries' positions (n_obs,)
+    int32. Scores must be real and finite, or -inf; NaN, +inf, a wrong shape or a non-array raise.
+    reset(geometry) is called at the start of every sequence with a dict (n_layers, n_heads,
+    n_kv_heads, head_dim_k, head_dim_v, group_size, scale = the softmax scale); the default keeps
+    it as self.geometry.
+
+    Options (keywords of __init__, or class attributes of a subclass): window (observed queries
+    and protected recent rows, >= 1), sinks (>= 0), nc (normalisation-corrected attention), alloc
+    ("uniform", "adaptive", "pyramid"), safeguard (adaptive), beta (pyramid), rounds,
+    decode_slack (-1: no decode-time eviction), budget / ratio (or generate's kv_budget /
+    compression_ratio). Exceptions raised by score() propagate out of generate() unchanged.
+    """
+
+    window = 32
+    sinks = 4
+    nc = False
+    alloc = "uniform"
+    safeguard = 0.2
+    beta = 20.0
+    rounds = 1
+    decode_slack = -1
+    budget = None
+    ratio = None
+
+    _TYPES = {"window": int, "sinks": int, "rounds": int, "decode_slack": int, "budget": int, "nc": bool,
+              "alloc": str, "safeguard": float, "beta": float, "ratio": float}
+
+    def __init__(self, *, window=None, sinks=None, nc=None, alloc=None, safeguard=None, beta=None, rounds=None,
+                 decode_slack=None, budget=None, ratio=None):
+        given = dict(window=window, sinks=sinks, nc=nc, alloc=alloc, safeguard=safeguard, beta=beta, rounds=rounds,
+                     decode_slack=decode_slack, budget=budget, ratio=ratio)
+        for key, value in given.items():
+            if value is not None:
+                setattr(self, key, value)
+        self._engine_options()  # checks the types now (ranges are checked by the engine at generate)
+
+    def score(self, keys, values, queries, positions, layer, kv_head):
+        raise NotImplementedError(f"{type(self).__name__} must implement score(keys, values, queries, positions, "
+                                  f"layer, kv_head)")
+
+    def reset(self, geometry):
+        self.geometry = geometry
+
+    def _engine_options(self):
+        """The options as the engine reads them, type-checked (TypeError)."""
+        name = type(self).__name__
+        out = {}
+        for key, kind in self._TYPES.items():
+            value = getattr(self, key)
+            if value is None and key in ("budget", "ratio"):
+                out[key] = None
+                continue
+            if kind is bool:
+                ok = isinstance(value, bool)
+            elif kind is int:
+                ok = isinstance(value, int) and not isinstance(value, bool)
+            elif kind is float:
+                ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+                if ok and not math.isfinite(value):
+                    raise ValueError(f"press {name}: {key}={value} is not a finite number")
+            else:
+                ok = isinstance(value, str)
+            if not ok:
+                raise TypeError(f"{name}: {key} must be {'a number' if kind is float else 'a ' + kind.__name__}, "
+                                f"got {type(value).__name__}")
+            out[key] = float(value) if kind is float else value
+        out["query_positions"] = _takes_query_positions(self.score)
+        return out
+
+    def __repr__(self):
+        return f"{type(self).__name__}(window={self.window}, sinks={self.sinks}, nc={self.nc}, alloc={self.alloc!r})"
+
+
+def _takes_query_positions(fn):
+    import inspect
+    try:
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
+    return "query_positions" in params or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())

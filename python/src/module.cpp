@@ -26,13 +26,17 @@
 
 #include <Python.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cmath>
+#include <cstring>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <exception>
 #include <functional>
+#include <limits>
 #include <filesystem>
 #include <memory>
 #include <mutex>
@@ -49,6 +53,8 @@
 #include "gguf/gguf_file.h"
 #include "kv/press_config.h"
 #include "kv/press_registry.h"
+#include "kv/presses/allocation.h"
+#include "kv/presses/scorer_press.h"
 #include "model/chat_template.h"
 #include "model/model_config.h"
 #include "model/sampler.h"
@@ -124,12 +130,201 @@ mkv::MatmulPrecision parse_precision(const std::string& p) {
   throw py::value_error("precision must be \"exact\" or \"fast\", got \"" + p + "\"");
 }
 
+// ---- Presses written in Python (momentkv.ScorerPress) ------------------------------------------
+//
+// A Python press is a mkv::ScorerPress around a PyScorer: the engine's selection, sinks/window
+// protection, allocation, rounds and NC, with the scores of each (layer, KV head) computed by the
+// Python object's score(keys, values, queries, positions, layer, kv_head[, query_positions]).
+//
+// Threads: the press runs on the thread that runs the generation (the caller of generate with the
+// GIL released, or a stream's worker), outside any OpenMP region; PyScorer takes the GIL for
+// reset() and score() only. It holds a borrowed PyObject*: the GenerationJob owns the reference
+// and outlives the session. Errors: a Python exception raised by the user's code leaves score()
+// as py::error_already_set (a C++ exception holding the Python exception), unwinds the engine
+// (the session is local to the call) and is restored by pybind11 when it leaves the binding, so
+// generate() raises the very exception; a bad return value raises TypeError / ValueError.
+// Copies: keys, values, queries and positions are copied into fresh read-only numpy arrays for
+// every call (the cache may store f16/q8 rows, and a view would dangle after retain()).
+
+// The validated configuration of a Python press for one generation.
+struct PyPressConfig {
+  py::object press;  // the momentkv.ScorerPress instance
+  mkv::ScorerPressOptions options;
+  int window = 32;
+  bool query_positions = false;  // score() takes a query_positions keyword
+};
+
+class PyScorer : public mkv::Scorer {
+ public:
+  PyScorer(PyObject* press, int window, bool query_positions)
+      : press_(press), window_(window), query_positions_(query_positions) {}
+
+  void reset(const mkv::PressGeometry& geometry) override {
+    Scorer::reset(geometry);
+    observed_.assign(geometry.n_layers, {});
+    py::gil_scoped_acquire gil;
+    py::dict g;
+    g["n_layers"] = geometry.n_layers;
+    g["n_heads"] = geometry.n_heads;
+    g["n_kv_heads"] = geometry.n_kv_heads;
+    g["head_dim_k"] = geometry.head_dim_k;
+    g["head_dim_v"] = geometry.head_dim_v;
+    g["group_size"] = geometry.group_size();
+    g["scale"] = geometry.scale;
+    py::handle(press_).attr("reset")(g);
+  }
+
+  // The last `window` observed queries per layer, exactly as SnapKVScorer keeps them.
+  void observe(int layer, int n_tokens, const float* q, const int32_t* positions, const mkv::KvCache&) override {
+    Observed& obs = observed_[layer];
+    const std::size_t row = std::size_t(geometry_.n_heads) * geometry_.head_dim_k;
+    const int take = std::min(n_tokens, window_);
+    const int first = n_tokens - take;
+    obs.q.insert(obs.q.end(), q + first * row, q + n_tokens * row);
+    obs.positions.insert(obs.positions.end(), positions + first, positions + n_tokens);
+    const int excess = int(obs.positions.size()) - window_;
+    if (excess >= window_) {
+      obs.q.erase(obs.q.begin(), obs.q.begin() + excess * row);
+      obs.positions.erase(obs.positions.begin(), obs.positions.begin() + excess);
+    }
+  }
+
+  void score(const mkv::KvCache& cache, int layer, mkv::HeadScores& scores) override {
+    const mkv::PressGeometry& g = geometry_;
+    const Observed& obs = observed_[layer];
+    const int n_obs = std::min(int(obs.positions.size()), window_);
+    const std::size_t first = obs.positions.size() - n_obs;
+    const int group = g.group_size(), dk = g.head_dim_k, dv = g.head_dim_v;
+    const float* obs_q = obs.q.data() + first * std::size_t(g.n_heads) * dk;
+    scores.resize(g.n_kv_heads);
+
+    py::gil_scoped_acquire gil;
+    const py::handle press(press_);
+    const py::object fn = press.attr("score");
+    py::array_t<int32_t> qpos(n_obs);
+    std::copy_n(obs.positions.data() + first, n_obs, qpos.mutable_data());
+    read_only(qpos);
+    for (int kv = 0; kv < g.n_kv_heads; ++kv) {
+      const mkv::KvHeadView view = cache.head(layer, kv);
+      const py::ssize_t n = view.length;
+      py::array_t<float> keys({n, py::ssize_t(dk)}), values({n, py::ssize_t(dv)});
+      if (n > 0) {
+        const mkv::HeadRows k = mkv::HeadRows::keys(view), v = mkv::HeadRows::values(view);
+        std::memcpy(keys.mutable_data(), k.data(), sizeof(float) * n * dk);
+        std::memcpy(values.mutable_data(), v.data(), sizeof(float) * n * dv);
+      }
+      py::array_t<float> queries({py::ssize_t(n_obs), py::ssize_t(group), py::ssize_t(dk)});
+      float* qd = queries.mutable_data();
+      for (int t = 0; t < n_obs; ++t)
+        std::memcpy(qd + std::size_t(t) * group * dk, obs_q + (std::size_t(t) * g.n_heads + std::size_t(kv) * group) * dk,
+                    sizeof(float) * group * dk);
+      py::array_t<int32_t> positions(n);
+      std::copy_n(view.positions, n, positions.mutable_data());
+      read_only(keys);
+      read_only(values);
+      read_only(queries);
+      read_only(positions);
+      const py::object result = query_positions_
+                                    ? fn(keys, values, queries, positions, layer, kv, py::arg("query_positions") = qpos)
+                                    : fn(keys, values, queries, positions, layer, kv);
+      fill(result, n, layer, kv, scores[kv]);
+    }
+  }
+
+ private:
+  struct Observed {
+    std::vector<float> q;             // (n, n_heads, d_k)
+    std::vector<int32_t> positions;   // (n)
+  };
+
+  static void read_only(py::array& a) { a.attr("setflags")(py::arg("write") = false); }
+
+  std::string where(int layer, int kv) const {
+    return std::string(py::str(py::type::handle_of(py::handle(press_)).attr("__qualname__"))) + ".score(layer=" +
+           std::to_string(layer) + ", kv_head=" + std::to_string(kv) + ")";
+  }
+
+  // Checks score()'s return value and copies it into out (float32).
+  void fill(const py::object& result, py::ssize_t n, int layer, int kv, std::vector<float>& out) const {
+    if (!py::isinstance<py::array>(result))
+      throw py::type_error(where(layer, kv) + " must return a numpy array of shape (" + std::to_string(n) +
+                           ",), got " + std::string(py::str(py::type::handle_of(result).attr("__name__"))));
+    const py::array a = py::reinterpret_borrow<py::array>(result);
+    const char kind = a.dtype().kind();
+    if (kind != 'f' && kind != 'i' && kind != 'u')
+      throw py::type_error(where(layer, kv) + " must return real numbers (a float or int array), got dtype " +
+                           std::string(py::str(a.dtype())));
+    if (a.ndim() != 1 || a.shape(0) != n) {
+      std::string shape = "(";
+      for (py::ssize_t i = 0; i < a.ndim(); ++i) shape += (i ? ", " : "") + std::to_string(a.shape(i));
+      shape += a.ndim() == 1 ? ",)" : ")";
+      throw py::value_error(where(layer, kv) + " returned an array of shape " + shape + ", expected (" +
+                            std::to_string(n) + ",): one score per cached row");
+    }
+    const auto f = py::array_t<float, py::array::c_style | py::array::forcecast>::ensure(a);
+    if (!f) throw py::error_already_set();
+    const float* d = f.data();
+    out.assign(d, d + n);
+    for (py::ssize_t i = 0; i < n; ++i)
+      if (std::isnan(out[i]) || out[i] == std::numeric_limits<float>::infinity())
+        throw py::value_error(where(layer, kv) + " returned " + (std::isnan(out[i]) ? "NaN" : "+inf") +
+                              " at row " + std::to_string(i) + " (scores must be finite, or -inf)");
+  }
+
+  PyObject* press_;  // borrowed: the GenerationJob holds the reference
+  int window_;
+  bool query_positions_;
+  std::vector<Observed> observed_;  // (n_layers)
+};
+
+// Reads and validates a Python press's options (their types were checked by momentkv.ScorerPress).
+PyPressConfig py_press_config(const py::object& press, std::optional<int64_t> kv_budget,
+                              std::optional<double> compression_ratio) {
+  const py::dict o = press.attr("_engine_options")().cast<py::dict>();
+  const std::string name = py::str(py::type::handle_of(press).attr("__qualname__"));
+  auto bad = [&](const std::string& what) { return py::value_error("press " + name + ": " + what); };
+  PyPressConfig c;
+  c.press = press;
+  c.window = o["window"].cast<int>();
+  if (c.window < 1) throw bad("window=" + std::to_string(c.window) + " must be >= 1");
+  const int sinks = o["sinks"].cast<int>();
+  if (sinks < 0) throw bad("sinks=" + std::to_string(sinks) + " must be >= 0");
+  mkv::ScorerPressOptions& s = c.options;
+  s.protection.window = c.window;
+  s.protection.sinks = sinks;
+  s.nc = o["nc"].cast<bool>();
+  const std::string alloc = o["alloc"].cast<std::string>();
+  if (alloc == "uniform") s.allocation = mkv::Allocation::Uniform;
+  else if (alloc == "adaptive") s.allocation = mkv::Allocation::Adaptive;
+  else if (alloc == "pyramid") s.allocation = mkv::Allocation::Pyramid;
+  else throw bad("alloc=\"" + alloc + "\" is not one of uniform, adaptive, pyramid");
+  s.safeguard = o["safeguard"].cast<double>();
+  if (!(s.safeguard >= 0.0 && s.safeguard <= 1.0)) throw bad("safeguard must be in [0, 1]");
+  s.beta = o["beta"].cast<double>();
+  if (!(s.beta >= 1.0 && s.beta <= 1e6)) throw bad("beta must be in [1, 1e6]");
+  s.rounds = o["rounds"].cast<int>();
+  if (s.rounds < 1 || s.rounds > 64) throw bad("rounds must be in [1, 64]");
+  s.decode_slack = o["decode_slack"].cast<int>();
+  if (s.decode_slack < -1) throw bad("decode_slack must be >= -1 (-1: no decode-time eviction)");
+  // The budget: exactly one of the press's budget/ratio and generate's kv_budget/compression_ratio,
+  // with the CLI's rules (MkvError -> ValueError).
+  const auto own = mkv::PressConfig::budget_from_flags(o["budget"].cast<std::optional<int64_t>>(),
+                                                       o["ratio"].cast<std::optional<double>>());
+  const auto flags = mkv::PressConfig::budget_from_flags(kv_budget, compression_ratio);
+  if (own && flags) throw bad("a budget is given twice (in the press and by kv_budget/compression_ratio)");
+  if (!own && !flags) throw bad("needs a budget: kv_budget=L or compression_ratio=r (or budget=/ratio= in the press)");
+  s.budget = own ? *own : *flags;
+  c.query_positions = o["query_positions"].cast<bool>();
+  return c;
+}
+
 struct Model;
 
 // Everything one generation needs, validated with the GIL held before any computation starts.
 struct GenerationJob {
   std::vector<int32_t> prompt;
   mkv::PressConfig press;
+  std::optional<PyPressConfig> py_press;  // a press written in Python (then `press` is unused)
   mkv::SamplerParams sampler;
   mkv::GenerationParams params;
 };
@@ -255,15 +450,20 @@ struct Model {
   }
 
   GenerationJob job(std::vector<int32_t> prompt, int max_tokens, float temperature, float top_p, int top_k,
-                    float min_p, std::optional<int64_t> seed, const std::string& press,
+                    float min_p, std::optional<int64_t> seed, const py::object& press,
                     std::optional<int64_t> kv_budget, std::optional<double> compression_ratio,
                     std::vector<std::string> stop, bool ignore_eos) const {
     if (max_tokens < -1) throw py::value_error("max_tokens must be -1 (unlimited) or >= 0");
     if (seed && *seed < 0) throw py::value_error("seed must be >= 0 (None: a random seed)");
     GenerationJob j;
     j.prompt = std::move(prompt);
-    j.press = mkv::PressConfig::parse(press, mkv::PressConfig::budget_from_flags(kv_budget, compression_ratio));
-    j.press.require_budget();
+    if (py::isinstance<py::str>(press)) {
+      j.press = mkv::PressConfig::parse(press.cast<std::string>(),
+                                        mkv::PressConfig::budget_from_flags(kv_budget, compression_ratio));
+      j.press.require_budget();
+    } else {  // a momentkv.ScorerPress (the Python side checked the type)
+      j.py_press = py_press_config(press, kv_budget, compression_ratio);
+    }
     j.sampler.temperature = temperature;
     j.sampler.top_k = top_k;
     j.sampler.top_p = top_p;
@@ -282,7 +482,14 @@ struct Model {
   mkv::GenerationResult run(const GenerationJob& j, const std::function<bool(std::string_view)>& on_text,
                             SignalPoller& poller, const std::function<void()>& check) {
     apply_settings();
-    const std::unique_ptr<mkv::Press> p = j.press.is_full() ? nullptr : j.press.make();
+    std::unique_ptr<mkv::Press> p;
+    if (j.py_press) {
+      p = std::make_unique<mkv::ScorerPress>(
+          std::make_unique<PyScorer>(j.py_press->press.ptr(), j.py_press->window, j.py_press->query_positions),
+          j.py_press->options);
+    } else if (!j.press.is_full()) {
+      p = j.press.make();
+    }
     mkv::Session session(*transformer, session_options(p.get()));
     session.set_observer(&poller);
     mkv::Sampler sampler(j.sampler);
@@ -495,7 +702,7 @@ PYBIND11_MODULE(_momentkv, m) {
       .def(
           "generate",
           [](py::object self, py::object prompt, int max_tokens, float temperature, float top_p,
-             int top_k, float min_p, std::optional<int64_t> seed, const std::string& press,
+             int top_k, float min_p, std::optional<int64_t> seed, py::object press,
              std::optional<int64_t> kv_budget, std::optional<double> compression_ratio,
              std::vector<std::string> stop, bool ignore_eos, bool stream) -> py::object {
             Model& model = self.cast<Model&>();

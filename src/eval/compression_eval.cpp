@@ -45,17 +45,6 @@ std::vector<Setting> expand_settings(const CompressionEvalConfig& config, const 
 
 }  // namespace
 
-std::vector<std::vector<int32_t>> text_windows(const std::vector<int32_t>& tokens, int32_t bos, int length, int count) {
-  std::vector<std::vector<int32_t>> windows;
-  const std::size_t body = length - 1;
-  for (int w = 0; w < count && (w + 1) * body <= tokens.size(); ++w) {
-    std::vector<int32_t> window{bos};
-    window.insert(window.end(), tokens.begin() + w * body, tokens.begin() + (w + 1) * body);
-    windows.push_back(std::move(window));
-  }
-  return windows;
-}
-
 std::vector<CompressionEvalRow> run_compression_eval(Transformer& model,
                                                      const std::vector<std::vector<int32_t>>& windows,
                                                      const CompressionEvalConfig& config,
@@ -99,9 +88,12 @@ std::vector<CompressionEvalRow> run_compression_eval(Transformer& model,
       session.prefill(tokens.first(P));
       rows[i].bytes_held += static_cast<double>(session.cache().bytes_held()) / windows.size();
       session.evaluate(tokens.subspan(P, C), compressed.data());
+      DivergenceStats window_stats;
       for (int j = 0; j < C; ++j)
-        rows[i].stats.add(full.data() + static_cast<std::size_t>(P + j) * n_vocab,
-                          compressed.data() + static_cast<std::size_t>(j) * n_vocab, n_vocab, tokens[P + j + 1]);
+        window_stats.add(full.data() + static_cast<std::size_t>(P + j) * n_vocab,
+                         compressed.data() + static_cast<std::size_t>(j) * n_vocab, n_vocab, tokens[P + j + 1]);
+      rows[i].stats.merge(window_stats);
+      rows[i].per_window.push_back(window_stats);
       if (on_progress) on_progress(++done, total);
     }
   }

@@ -34,7 +34,8 @@ struct CompressionEvalRow {
   int32_t token_budget = 0;   // tokens actually retained per head
   double moment_tokens = 0;   // statistics per head in token-equivalents
   double bytes_held = 0;      // cache bytes after compression (mean over windows)
-  DivergenceStats stats;
+  DivergenceStats stats;      // over every position of every window
+  std::vector<DivergenceStats> per_window;  // (windows) the same per window, for intervals
 };
 
 // windows: token sequences of prompt_tokens + continuation_tokens + 1 ids (the last one is only
@@ -42,9 +43,5 @@ struct CompressionEvalRow {
 std::vector<CompressionEvalRow> run_compression_eval(
     Transformer& model, const std::vector<std::vector<int32_t>>& windows, const CompressionEvalConfig& config,
     const std::function<void(int64_t, int64_t)>& on_progress = {});
-
-// Cuts `tokens` (a tokenised text without BOS) into up to `count` consecutive windows of
-// (length − 1) tokens, each prefixed with `bos`.
-std::vector<std::vector<int32_t>> text_windows(const std::vector<int32_t>& tokens, int32_t bos, int length, int count);
 
 }  // namespace mkv

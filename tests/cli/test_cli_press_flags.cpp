@@ -2,6 +2,7 @@
 // flags are parsed; the canonical spec printed by generate round-trips through --press.
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <string>
 
 #include "cli/cli_runner.h"
@@ -76,6 +77,31 @@ TEST_F(CliPressFlags, ServeRejectsBadFlagsBeforeListening) {
   expect_one_line_error(run_momentkv("serve -m " + model_ + " --port 70000"), "--port must be in [0, 65535]");
   expect_one_line_error(run_momentkv("serve -m " + model_ + " -np 4"), "one request at a time");
   expect_one_line_error(run_momentkv("serve -m " + model_ + " --timeout 0"), "--timeout must be positive");
+}
+
+// kl's held-out protocol: seeded dev/test windows, intervals, and the provenance line.
+TEST_F(CliPressFlags, KlHeldOutSplitsWithIntervalsAndProvenance) {
+  const auto text = dir_ / "story.txt";
+  std::string story;
+  for (int i = 0; i < 120; ++i) story += "Tom had a red ball. He liked to play with it in the park every day. ";
+  std::ofstream(text) << story;
+  const std::string kl = "kl -m " + model_ + " -f " + text.string() +
+                         " --press snapkv --budgets 8 --nc off --prompt-tokens 24 --continuation-tokens 8";
+  const test::CliResult r = run_momentkv(kl + " --windows 3 --split test --seed 5 -o " + (dir_ / "kl.json").string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("<!-- command: momentkv kl "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(" · commit "), std::string::npos);
+  EXPECT_NE(r.out.find(" · CPU "), std::string::npos);
+  EXPECT_NE(r.out.find("split test: 3 windows"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(" ["), std::string::npos) << "a bootstrap interval: " << r.out;
+  const std::string json = test::read_file(dir_ / "kl.json");
+  EXPECT_NE(json.find("\"kl_ci95\""), std::string::npos);
+  EXPECT_NE(json.find("\"split\": \"test\""), std::string::npos);
+  const test::CliResult dev = run_momentkv(kl + " --windows 3 --split dev --seed 5");
+  ASSERT_EQ(dev.exit_code, 0) << dev.err;
+  EXPECT_NE(dev.out.substr(dev.out.find("| snapkv")), r.out.substr(r.out.find("| snapkv")));  // other windows
+  expect_one_line_error(run_momentkv(kl + " --windows 3 --split train"), "--split must be dev, test or first");
+  expect_one_line_error(run_momentkv(kl + " --split test --windows 500"), "in the test split");
 }
 
 // bench checks each test against the model's context before allocating anything (the tiny model

@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "eval/compression_eval.h"
 #include "eval/fidelity.h"
+#include "eval/held_out.h"
 #include "eval/longbench/longbench_eval.h"
 #include "eval/ruler_eval.h"
 #include "gguf/gguf_file.h"
@@ -47,8 +48,9 @@ TEST_F(EvalRunnerStories, FidelityStructure) {
   config.prompt_tokens = 448;
   config.continuation_tokens = 64;
   const auto tokens = tokenizer_->encode(text, false, false);
-  const auto windows = text_windows(tokens, tokenizer_->vocab().bos, 448 + 64 + 1, 1);
-  ASSERT_EQ(windows.size(), 1u);
+  const auto held_out = held_out_windows(tokens, tokenizer_->vocab().bos, 448 + 64 + 1, 1, TextSplit::First, 1);
+  ASSERT_EQ(held_out.size(), 1u);
+  const std::vector<std::vector<int32_t>> windows = {held_out.front().tokens};
   const auto rows = run_fidelity(*model_, windows, config);
   ASSERT_EQ(rows.size(), 6u);
   const int n_heads = model_->config().n_heads * model_->config().n_layers;

@@ -1,0 +1,248 @@
+"""Presses written in Python (momentkv.ScorerPress): a numpy SnapKV and a recency scorer keep the
+same generations as the built-in presses (with NC and the adaptive / pyramid allocations around
+them), bad scores and exceptions surface from generate(), and the overhead of the Python scorer
+is measured (printed, not asserted)."""
+
+import time
+
+import numpy as np
+import pytest
+from numpy.lib.stride_tricks import sliding_window_view
+
+import momentkv
+from conftest import NEEDLE_PROMPT
+
+
+class PySnapKV(momentkv.ScorerPress):
+    """SnapKV's score (src/kv/presses/snapkv.cpp) in numpy: per query head of the group, the
+    softmax of each observed query over the rows it sees (causal inside the window), summed over
+    the window; max-pooled (kernel, stride 1, same padding) over the rows before the window;
+    mean over the group's query heads; rows inside the window get the head's maximum score."""
+
+    kernel = 7
+
+    def score(self, keys, values, queries, positions, layer, kv_head, query_positions):
+        n = len(positions)
+        n_obs, group, _ = queries.shape
+        scale = np.float32(self.geometry["scale"])
+        # Rows before the observation window, and the rows each observed query sees.
+        prefix = int(np.searchsorted(positions, query_positions[0] - 1, side="right")) if n_obs else n
+        visible = np.searchsorted(positions, query_positions, side="right")
+        half = self.kernel // 2
+        out = np.zeros(n, np.float32)
+        for h in range(group):
+            sums = np.zeros(n, np.float32)
+            logits = (queries[:, h, :] @ keys.T) * scale  # (n_obs, n) float32
+            for t in range(n_obs):
+                seen = visible[t]
+                if seen <= 0:
+                    continue
+                e = np.exp(logits[t, :seen] - logits[t, :seen].max())
+                norm = np.float32(1.0 / e.sum(dtype=np.float64))  # the engine sums exp in double
+                sums[:seen] += norm * e
+            if prefix:
+                padded = np.pad(sums[:prefix], half, constant_values=-np.inf)
+                out[:prefix] += sliding_window_view(padded, self.kernel).max(axis=1) / np.float32(group)
+        out[prefix:] = out[:prefix].max() if prefix else np.float32(1)
+        return out
+
+
+class Recency(momentkv.ScorerPress):
+    def score(self, keys, values, queries, positions, layer, kv_head):
+        return positions
+
+
+class Returns(momentkv.ScorerPress):
+    """Returns whatever make(n) builds."""
+
+    def __init__(self, make, **kw):
+        super().__init__(**kw)
+        self.make = make
+
+    def score(self, keys, values, queries, positions, layer, kv_head):
+        return self.make(len(positions))
+
+
+@pytest.fixture(scope="module")
+def needle_text():
+    return NEEDLE_PROMPT.read_text()
+
+
+def tokens(model, text, press, budget, n=8):
+    return model.generate_details(text, n, temperature=0, press=press, kv_budget=budget)["tokens"]
+
+
+# ---- equal to the built-in presses -------------------------------------------------------------
+
+@pytest.mark.parametrize("budget", [16, 64, 128])
+def test_python_snapkv_equals_builtin_snapkv(needle_model, needle_text, budget):
+    full = tokens(needle_model, needle_text, "full", None)
+    builtin = tokens(needle_model, needle_text, "snapkv", budget)
+    assert tokens(needle_model, needle_text, PySnapKV(), budget) == builtin
+    if budget == 16:
+        assert builtin != full  # the comparison is not vacuous: this budget changes the reply
+
+
+@pytest.mark.parametrize("budget", [16, 64])
+@pytest.mark.parametrize("python_press, spec", [
+    (lambda: PySnapKV(nc=True), "snapkv:nc=1"),
+    (lambda: PySnapKV(alloc="adaptive"), "adakv"),
+    (lambda: PySnapKV(alloc="adaptive", nc=True, safeguard=0.5), "adakv:nc=1,safeguard=0.5"),
+    (lambda: PySnapKV(alloc="pyramid"), "pyramidkv"),
+    (lambda: PySnapKV(window=16, sinks=2), "snapkv:window=16,sinks=2"),
+], ids=["nc", "adaptive", "adaptive-nc", "pyramid", "window16"])
+def test_python_snapkv_with_nc_and_allocations(needle_model, needle_text, budget, python_press, spec):
+    assert tokens(needle_model, needle_text, python_press(), budget) == tokens(needle_model, needle_text, spec, budget)
+
+
+@pytest.mark.parametrize("budget", [16, 64])
+def test_recency_scorer_equals_streaming_llm(needle_model, needle_text, budget):
+    assert tokens(needle_model, needle_text, Recency(), budget) == \
+        tokens(needle_model, needle_text, "streaming_llm", budget)
+
+
+def test_python_press_with_ratio_and_chat_and_stream(needle_model, needle_text):
+    assert needle_model.generate(needle_text, 8, temperature=0, press=PySnapKV(), compression_ratio=0.9) == \
+        needle_model.generate(needle_text, 8, temperature=0, press="snapkv", compression_ratio=0.9)
+    assert needle_model.generate(needle_text, 8, temperature=0, press=PySnapKV(budget=32)) == \
+        needle_model.generate(needle_text, 8, temperature=0, press="snapkv", kv_budget=32)
+    streamed = "".join(needle_model.generate(needle_text, 8, temperature=0, press=PySnapKV(), kv_budget=32,
+                                             stream=True))
+    assert streamed == needle_model.generate(needle_text, 8, temperature=0, press="snapkv", kv_budget=32)
+
+
+def test_score_sees_the_documented_arrays(needle_model, needle_text):
+    seen = []
+
+    class Probe(momentkv.ScorerPress):
+        window = 8
+
+        def score(self, keys, values, queries, positions, layer, kv_head):
+            g = self.geometry
+            n = len(positions)
+            assert keys.shape == (n, g["head_dim_k"]) and keys.dtype == np.float32
+            assert values.shape == (n, g["head_dim_v"]) and values.dtype == np.float32
+            assert queries.shape == (8, g["group_size"], g["head_dim_k"]) and queries.dtype == np.float32
+            assert positions.dtype == np.int32 and np.all(np.diff(positions) > 0)
+            assert not keys.flags.writeable and not positions.flags.writeable
+            seen.append((layer, kv_head, n))
+            return -np.linalg.norm(keys, axis=1)
+
+    needle_model.generate(needle_text, 1, temperature=0, press=Probe(), kv_budget=32)
+    layers = {layer for layer, _, _ in seen}
+    assert seen and layers == set(range(max(layers) + 1))
+
+
+# ---- errors ------------------------------------------------------------------------------------
+
+def test_bad_scores_raise(needle_model, needle_text):
+    def run(make):
+        return needle_model.generate(needle_text, 2, temperature=0, press=Returns(make), kv_budget=16)
+
+    with pytest.raises(ValueError, match=r"Returns.score\(layer=0, kv_head=0\) returned an array of shape \(3,\)"):
+        run(lambda n: np.zeros(3, np.float32))
+    with pytest.raises(ValueError, match=r"shape \(\d+, 2\)"):
+        run(lambda n: np.zeros((n, 2), np.float32))
+    with pytest.raises(ValueError, match="NaN at row 5"):
+        run(lambda n: np.where(np.arange(n) == 5, np.nan, 0.0))
+    with pytest.raises(ValueError, match=r"\+inf"):
+        run(lambda n: np.full(n, np.inf))
+    with pytest.raises(TypeError, match="must return a numpy array .* got list"):
+        run(lambda n: [0.0] * n)
+    with pytest.raises(TypeError, match="got NoneType"):
+        run(lambda n: None)
+    with pytest.raises(TypeError, match="dtype"):
+        run(lambda n: np.array(["a"] * n))
+    # -inf (never keep unless protected) and integer scores are fine.
+    run(lambda n: np.where(np.arange(n) % 2 == 0, -np.inf, 0.0))
+    run(lambda n: np.arange(n, dtype=np.int64))
+    # The model is still usable after a failed generation.
+    assert needle_model.generate(needle_text, 2, temperature=0) == needle_model.generate(needle_text, 2, temperature=0)
+
+
+def test_exceptions_in_score_propagate(needle_model, needle_text):
+    class Divides(momentkv.ScorerPress):
+        def score(self, keys, values, queries, positions, layer, kv_head):
+            return 1 // 0
+
+    with pytest.raises(ZeroDivisionError):
+        needle_model.generate(needle_text, 2, temperature=0, press=Divides(), kv_budget=16)
+
+    class Custom(Exception):
+        pass
+
+    class Raises(momentkv.ScorerPress):
+        def reset(self, geometry):
+            super().reset(geometry)
+            self.calls = 0
+
+        def score(self, keys, values, queries, positions, layer, kv_head):
+            self.calls += 1
+            if layer == 1:
+                raise Custom(f"boom at layer {layer}")
+            return positions
+
+    press = Raises()
+    with pytest.raises(Custom, match="boom at layer 1"):
+        needle_model.generate(needle_text, 2, temperature=0, press=press, kv_budget=16)
+    assert press.calls > 1  # layer 0's heads were scored first
+    # In a stream the exception comes out of the iteration.
+    with pytest.raises(Custom):
+        "".join(needle_model.generate(needle_text, 2, temperature=0, press=Raises(), kv_budget=16, stream=True))
+
+    class NoScore(momentkv.ScorerPress):
+        pass
+
+    with pytest.raises(NotImplementedError, match="NoScore must implement score"):
+        needle_model.generate(needle_text, 2, temperature=0, press=NoScore(), kv_budget=16)
+
+
+def test_invalid_options(needle_model):
+    def gen(press, **kw):
+        return needle_model.generate("Once upon a time", 2, temperature=0, press=press, **kw)
+
+    with pytest.raises(ValueError, match="window=0 must be >= 1"):
+        gen(Recency(window=0), kv_budget=16)
+    with pytest.raises(ValueError, match="sinks=-1"):
+        gen(Recency(sinks=-1), kv_budget=16)
+    with pytest.raises(ValueError, match="not one of uniform, adaptive, pyramid"):
+        gen(Recency(alloc="random"), kv_budget=16)
+    with pytest.raises(ValueError, match="needs a budget"):
+        gen(Recency())
+    with pytest.raises(ValueError, match="given twice"):
+        gen(Recency(budget=16), kv_budget=16)
+    with pytest.raises(ValueError):
+        gen(Recency(), kv_budget=0)
+    with pytest.raises(ValueError):
+        gen(Recency(), compression_ratio=1.0)
+    with pytest.raises(TypeError, match="window must be a int"):
+        Recency(window="32")
+    with pytest.raises(TypeError, match="nc must be a bool"):
+        Recency(nc=1)
+    with pytest.raises(TypeError):
+        gen(object(), kv_budget=16)
+
+
+# ---- overhead ----------------------------------------------------------------------------------
+
+def test_overhead_of_a_python_scorer(needle_model, needle_text):
+    """Times one compression pass (generate with max_tokens=1) of a ~1K-token prompt: full cache,
+    built-in snapkv, the numpy SnapKV and a trivial Python scorer. Printed (pytest -s), not asserted."""
+    text = needle_text + "\n" + needle_text
+    n_prompt = len(needle_model.tokenize(text))
+    budget = 64
+
+    def best(press, reps=3):
+        times = []
+        for _ in range(reps):
+            t0 = time.perf_counter()
+            needle_model.generate(text, 1, temperature=0, press=press, kv_budget=None if press == "full" else budget)
+            times.append(time.perf_counter() - t0)
+        return min(times)
+
+    best("full", 1)  # warm-up
+    t = {"full": best("full"), "snapkv": best("snapkv"), "PySnapKV": best(PySnapKV()), "Recency": best(Recency())}
+    print(f"\n[python press overhead] prompt {n_prompt} tokens, kv_budget={budget}, best of 3, generate(max_tokens=1):")
+    for name, s in t.items():
+        extra = "" if name == "full" else f"  (+{(s - t['full']) * 1e3:.1f} ms over full)"
+        print(f"  {name:9s} {s * 1e3:8.1f} ms{extra}")
