@@ -5,7 +5,8 @@
 # MomentKV keeping 64 tokens per KV head, with the cache bytes each keeps; needle retrieval in
 # 2K-token prompts with the full cache and with SnapKV and MomentKV keeping 64 tokens per KV head
 # (score pooling kernel 15: this model writes a 7-digit value as 8 tokens, see
-# models/MODEL_CARD.md); then the KL of SnapKV and MomentKV against the full cache at 32 tokens.
+# models/MODEL_CARD.md); then the KL of SnapKV and MomentKV against the full cache at 32 tokens on
+# the repository's own text ($MOMENTKV_TEXT to change it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh build
@@ -40,5 +41,7 @@ if [[ "$model" == models/stories-needle-2k.gguf ]]; then
   grep '^|' "$out/report/report.md"
   rm -rf "$out"
 fi
-echo "== KL against the full cache (1 window of 448 + 64 tokens)" >&2
-build/momentkv kl -m "$model" --press snapkv --press momentkv --budgets 32 --windows 1 "$@"
+# The repository's own text (a clone has no ../shared): one window of 448 + 64 tokens.
+text=${MOMENTKV_TEXT:-tests/engine/data/trained_model_needle.txt}
+echo "== KL against the full cache (1 window of 448 + 64 tokens of $text)" >&2
+build/momentkv kl -m "$model" -f "$text" --press snapkv --press momentkv --budgets 32 --windows 1 "$@"
