@@ -42,6 +42,7 @@
 #include <mutex>
 #include <optional>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -154,6 +155,21 @@ struct PyPressConfig {
   bool query_positions = false;  // score() takes a query_positions keyword
 };
 
+// Set on a thread while it runs a Python press's reset() or score(): the computation holds
+// g_compute, so a model call from there would wait for itself (RuntimeError instead).
+thread_local bool t_in_python_press = false;
+
+void check_not_in_press() {
+  if (t_in_python_press)
+    throw std::runtime_error("momentkv: a Python press's score() or reset() cannot use a model (the computation "
+                             "that called it is still running)");
+}
+
+struct InPythonPress {
+  InPythonPress() { t_in_python_press = true; }
+  ~InPythonPress() { t_in_python_press = false; }
+};
+
 class PyScorer : public mkv::Scorer {
  public:
   PyScorer(PyObject* press, int window, bool query_positions)
@@ -171,6 +187,7 @@ class PyScorer : public mkv::Scorer {
     g["head_dim_v"] = geometry.head_dim_v;
     g["group_size"] = geometry.group_size();
     g["scale"] = geometry.scale;
+    InPythonPress in_press;
     py::handle(press_).attr("reset")(g);
   }
 
@@ -199,6 +216,7 @@ class PyScorer : public mkv::Scorer {
     scores.resize(g.n_kv_heads);
 
     py::gil_scoped_acquire gil;
+    InPythonPress in_press;
     const py::handle press(press_);
     const py::object fn = press.attr("score");
     py::array_t<int32_t> qpos(n_obs);
@@ -397,6 +415,7 @@ struct Model {
   }
 
   py::array_t<float> logits(const std::vector<int64_t>& id_list) {
+    check_not_in_press();
     const std::vector<int32_t> ids = checked_ids(id_list);
     if (ids.empty()) throw py::value_error("logits: no token ids given");
     if (static_cast<int64_t>(ids.size()) > n_ctx())
@@ -706,6 +725,7 @@ PYBIND11_MODULE(_momentkv, m) {
              std::optional<int64_t> kv_budget, std::optional<double> compression_ratio,
              std::vector<std::string> stop, bool ignore_eos, bool stream) -> py::object {
             Model& model = self.cast<Model&>();
+            check_not_in_press();
             GenerationJob j = model.job(model.prompt_ids(prompt), max_tokens, temperature, top_p, top_k, min_p, seed, press, kv_budget,
                                         compression_ratio, std::move(stop), ignore_eos);
             if (!stream) return model.generate_blocking(j);

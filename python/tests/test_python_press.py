@@ -90,7 +90,9 @@ def test_python_snapkv_equals_builtin_snapkv(needle_model, needle_text, budget):
     (lambda: PySnapKV(alloc="adaptive", nc=True, safeguard=0.5), "adakv:nc=1,safeguard=0.5"),
     (lambda: PySnapKV(alloc="pyramid"), "pyramidkv"),
     (lambda: PySnapKV(window=16, sinks=2), "snapkv:window=16,sinks=2"),
-], ids=["nc", "adaptive", "adaptive-nc", "pyramid", "window16"])
+    (lambda: PySnapKV(alloc="adaptive", rounds=3), "adakv:rounds=3"),
+    (lambda: PySnapKV(decode_slack=2), "snapkv:decode_slack=2"),
+], ids=["nc", "adaptive", "adaptive-nc", "pyramid", "window16", "rounds3", "decode-slack"])
 def test_python_snapkv_with_nc_and_allocations(needle_model, needle_text, budget, python_press, spec):
     assert tokens(needle_model, needle_text, python_press(), budget) == tokens(needle_model, needle_text, spec, budget)
 
@@ -190,6 +192,14 @@ def test_exceptions_in_score_propagate(needle_model, needle_text):
     with pytest.raises(Custom):
         "".join(needle_model.generate(needle_text, 2, temperature=0, press=Raises(), kv_budget=16, stream=True))
 
+    class Reenters(momentkv.ScorerPress):
+        def score(self, keys, values, queries, positions, layer, kv_head):
+            needle_model.generate("Once", 1)
+            return positions
+
+    with pytest.raises(RuntimeError, match="cannot use a model"):
+        needle_model.generate(needle_text, 2, temperature=0, press=Reenters(), kv_budget=16)
+
     class NoScore(momentkv.ScorerPress):
         pass
 
@@ -226,13 +236,27 @@ def test_invalid_options(needle_model):
 # ---- overhead ----------------------------------------------------------------------------------
 
 def test_overhead_of_a_python_scorer(needle_model, needle_text):
-    """Times one compression pass (generate with max_tokens=1) of a ~1K-token prompt: full cache,
-    built-in snapkv, the numpy SnapKV and a trivial Python scorer. Printed (pytest -s), not asserted."""
-    text = needle_text + "\n" + needle_text
-    n_prompt = len(needle_model.tokenize(text))
+    """Times one compression pass (generate with max_tokens=1) of a ~1K- and a ~2K-token prompt:
+    full cache, built-in snapkv, the numpy SnapKV and a trivial Python scorer, best of 5 in this
+    process, plus the time spent inside the Python score() calls. Printed (pytest -s), not asserted."""
     budget = 64
 
-    def best(press, reps=3):
+    class Timed:
+        def __init__(self, press):
+            self.press, self.seconds, self.calls = press, 0.0, 0
+            inner = press.score
+
+            def score(*args, **kw):
+                t0 = time.perf_counter()
+                try:
+                    return inner(*args, **kw)
+                finally:
+                    self.seconds += time.perf_counter() - t0
+                    self.calls += 1
+            press.score = score
+            press.score.__signature__ = __import__("inspect").signature(inner)
+
+    def best(text, press, reps=5):
         times = []
         for _ in range(reps):
             t0 = time.perf_counter()
@@ -240,9 +264,18 @@ def test_overhead_of_a_python_scorer(needle_model, needle_text):
             times.append(time.perf_counter() - t0)
         return min(times)
 
-    best("full", 1)  # warm-up
-    t = {"full": best("full"), "snapkv": best("snapkv"), "PySnapKV": best(PySnapKV()), "Recency": best(Recency())}
-    print(f"\n[python press overhead] prompt {n_prompt} tokens, kv_budget={budget}, best of 3, generate(max_tokens=1):")
-    for name, s in t.items():
-        extra = "" if name == "full" else f"  (+{(s - t['full']) * 1e3:.1f} ms over full)"
-        print(f"  {name:9s} {s * 1e3:8.1f} ms{extra}")
+    for text in (needle_text, needle_text + "\n" + needle_text):
+        n_prompt = len(needle_model.tokenize(text))
+        best(text, "full", 1)  # warm-up
+        snap, rec = Timed(PySnapKV()), Timed(Recency())
+        t = {"full": best(text, "full"), "snapkv": best(text, "snapkv"), "PySnapKV": best(text, snap.press),
+             "Recency": best(text, rec.press)}
+        inside = {"PySnapKV": snap, "Recency": rec}
+        print(f"\n[python press overhead] prompt {n_prompt} tokens, kv_budget={budget}, generate(max_tokens=1), "
+              f"best of 5; model {snap.press.geometry}:")
+        for name, sec in t.items():
+            extra = "" if name == "full" else f"  ({(sec - t['snapkv']) * 1e3:+.1f} ms vs snapkv)"
+            if name in inside:
+                timed = inside[name]
+                extra += f"; inside score(): {timed.seconds / 5 * 1e3:.1f} ms over {timed.calls // 5} calls"
+            print(f"  {name:9s} {sec * 1e3:8.1f} ms{extra}")
