@@ -55,6 +55,7 @@
 #include "kv/press_config.h"
 #include "kv/press_registry.h"
 #include "kv/presses/allocation.h"
+#include "kv/presses/observation_window.h"
 #include "kv/presses/scorer_press.h"
 #include "model/chat_template.h"
 #include "model/model_config.h"
@@ -177,7 +178,7 @@ class PyScorer : public mkv::Scorer {
 
   void reset(const mkv::PressGeometry& geometry) override {
     Scorer::reset(geometry);
-    observed_.assign(geometry.n_layers, {});
+    observed_.reset(geometry.n_layers, window_, std::size_t(geometry.n_heads) * geometry.head_dim_k);
     py::gil_scoped_acquire gil;
     py::dict g;
     g["n_layers"] = geometry.n_layers;
@@ -191,28 +192,17 @@ class PyScorer : public mkv::Scorer {
     py::handle(press_).attr("reset")(g);
   }
 
-  // The last `window` observed queries per layer, exactly as SnapKVScorer keeps them.
+  // The last `window` observed queries per layer, kept as SnapKVScorer keeps them.
   void observe(int layer, int n_tokens, const float* q, const int32_t* positions, const mkv::KvCache&) override {
-    Observed& obs = observed_[layer];
-    const std::size_t row = std::size_t(geometry_.n_heads) * geometry_.head_dim_k;
-    const int take = std::min(n_tokens, window_);
-    const int first = n_tokens - take;
-    obs.q.insert(obs.q.end(), q + first * row, q + n_tokens * row);
-    obs.positions.insert(obs.positions.end(), positions + first, positions + n_tokens);
-    const int excess = int(obs.positions.size()) - window_;
-    if (excess >= window_) {
-      obs.q.erase(obs.q.begin(), obs.q.begin() + excess * row);
-      obs.positions.erase(obs.positions.begin(), obs.positions.begin() + excess);
-    }
+    observed_.observe(layer, n_tokens, q, positions);
   }
 
   void score(const mkv::KvCache& cache, int layer, mkv::HeadScores& scores) override {
     const mkv::PressGeometry& g = geometry_;
-    const Observed& obs = observed_[layer];
-    const int n_obs = std::min(int(obs.positions.size()), window_);
-    const std::size_t first = obs.positions.size() - n_obs;
+    const mkv::ObservationWindow::Queries window = observed_.last(layer);
+    const int n_obs = window.count;
     const int group = g.group_size(), dk = g.head_dim_k, dv = g.head_dim_v;
-    const float* obs_q = obs.q.data() + first * std::size_t(g.n_heads) * dk;
+    const float* obs_q = window.q;
     scores.resize(g.n_kv_heads);
 
     py::gil_scoped_acquire gil;
@@ -220,7 +210,7 @@ class PyScorer : public mkv::Scorer {
     const py::handle press(press_);
     const py::object fn = press.attr("score");
     py::array_t<int32_t> qpos(n_obs);
-    std::copy_n(obs.positions.data() + first, n_obs, qpos.mutable_data());
+    std::copy_n(window.positions, n_obs, qpos.mutable_data());
     read_only(qpos);
     for (int kv = 0; kv < g.n_kv_heads; ++kv) {
       const mkv::KvHeadView view = cache.head(layer, kv);
@@ -250,11 +240,6 @@ class PyScorer : public mkv::Scorer {
   }
 
  private:
-  struct Observed {
-    std::vector<float> q;             // (n, n_heads, d_k)
-    std::vector<int32_t> positions;   // (n)
-  };
-
   static void read_only(py::array& a) { a.attr("setflags")(py::arg("write") = false); }
 
   std::string where(int layer, int kv) const {
@@ -292,7 +277,7 @@ class PyScorer : public mkv::Scorer {
   PyObject* press_;  // borrowed: the GenerationJob holds the reference
   int window_;
   bool query_positions_;
-  std::vector<Observed> observed_;  // (n_layers)
+  mkv::ObservationWindow observed_;
 };
 
 // Reads and validates a Python press's options (their types were checked by momentkv.ScorerPress).

@@ -13,33 +13,20 @@ SnapKVScorer::SnapKVScorer(int window, int kernel) : window_(window), kernel_(ke
 
 void SnapKVScorer::reset(const PressGeometry& geometry) {
   Scorer::reset(geometry);
-  observed_.assign(geometry.n_layers, {});
+  observed_.reset(geometry.n_layers, window_, std::size_t(geometry.n_heads) * geometry.head_dim_k);
 }
 
 void SnapKVScorer::observe(int layer, int n_tokens, const float* q, const int32_t* positions,
                            const KvCache& cache) {
-  Observed& obs = observed_[layer];
-  const std::size_t row = std::size_t(geometry_.n_heads) * geometry_.head_dim_k;  // one token's queries
-  const int take = std::min(n_tokens, window_);
-  const int first = n_tokens - take;
-  obs.q.insert(obs.q.end(), q + first * row, q + n_tokens * row);
-  obs.positions.insert(obs.positions.end(), positions + first, positions + n_tokens);
-  // Trimmed to the last window only once twice the window has gathered, so that a decode step
-  // does not shift the whole window (score() reads the last window_ rows).
-  const int excess = int(obs.positions.size()) - window_;
-  if (excess >= window_) {
-    obs.q.erase(obs.q.begin(), obs.q.begin() + excess * row);
-    obs.positions.erase(obs.positions.begin(), obs.positions.begin() + excess);
-  }
+  observed_.observe(layer, n_tokens, q, positions);
 }
 
 void SnapKVScorer::score(const KvCache& cache, int layer, HeadScores& scores) {
   const PressGeometry& g = geometry_;
-  const Observed& obs = observed_[layer];
-  const int n_obs = std::min(int(obs.positions.size()), window_);
-  const std::size_t first = obs.positions.size() - n_obs;  // the last window_ observed queries
-  const float* obs_q = obs.q.data() + first * std::size_t(g.n_heads) * g.head_dim_k;
-  const int32_t* obs_positions = obs.positions.data() + first;
+  const ObservationWindow::Queries window = observed_.last(layer);  // the last window_ observed queries
+  const int n_obs = window.count;
+  const float* obs_q = window.q;
+  const int32_t* obs_positions = window.positions;
   const int group = g.group_size(), half = kernel_ / 2;
   scores.resize(g.n_kv_heads);
 #pragma omp parallel for schedule(dynamic)

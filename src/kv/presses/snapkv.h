@@ -11,6 +11,7 @@
 
 #include <vector>
 
+#include "kv/presses/observation_window.h"
 #include "kv/presses/scorer_press.h"
 
 namespace mkv {
@@ -24,14 +25,8 @@ class SnapKVScorer : public Scorer {
   void score(const KvCache& cache, int layer, HeadScores& scores) override;
 
  private:
-  // The last n < 2 window queries of one layer (only the last window count): q (n, n_heads, d_k),
-  // positions (n), oldest first.
-  struct Observed {
-    std::vector<float> q;
-    std::vector<int32_t> positions;
-  };
   int window_, kernel_;
-  std::vector<Observed> observed_;  // (n_layers)
+  ObservationWindow observed_;
 };
 
 }  // namespace mkv
