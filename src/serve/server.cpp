@@ -3,7 +3,10 @@
 #include <fmt/format.h>
 #include <httplib.h>
 
+#include <sys/socket.h>
+
 #include <atomic>
+#include <condition_variable>
 #include <chrono>
 #include <mutex>
 #include <random>
@@ -33,6 +36,46 @@ void send_json(httplib::Response& res, int status, const json& body) {
 
 void send_error(httplib::Response& res, const ApiError& error) { send_json(res, error.status, error_body(error)); }
 
+// httplib's server with its listening socket reachable: the library listens with a backlog of 5
+// (fixed when Debian built it), which drops connections in a burst of clients (each retried a
+// second later by TCP); bind() listens again with the system's maximum.
+class HttpServer : public httplib::Server {
+ public:
+  int listening_socket() const { return svr_sock_; }
+};
+
+// The slot: one sequence at a time, granted in arrival order (a plain mutex lets a late request
+// overtake waiting ones again and again). Holding a Turn holds the slot.
+class FifoSlot {
+ public:
+  class Turn {
+   public:
+    explicit Turn(FifoSlot& slot) : slot_(slot) {
+      std::unique_lock lock(slot_.mutex_);
+      const uint64_t ticket = slot_.next_ticket_++;
+      slot_.changed_.wait(lock, [&] { return slot_.serving_ == ticket; });
+    }
+    ~Turn() {
+      {
+        std::lock_guard lock(slot_.mutex_);
+        ++slot_.serving_;
+      }
+      slot_.changed_.notify_all();
+    }
+    Turn(const Turn&) = delete;
+    Turn& operator=(const Turn&) = delete;
+
+   private:
+    FifoSlot& slot_;
+  };
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  uint64_t next_ticket_ = 0;  // the ticket the next request draws
+  uint64_t serving_ = 0;      // the ticket that holds the slot
+};
+
 }  // namespace
 
 struct Server::State {
@@ -40,7 +83,7 @@ struct Server::State {
   const Tokenizer& tokenizer;
   ServerOptions options;
   int n_ctx;
-  std::mutex slot;                     // one sequence at a time
+  FifoSlot slot;                       // one sequence at a time, in arrival order
   std::atomic<uint64_t> request_count{0};
   // /metrics counters
   std::atomic<int64_t> requests_total{0}, prompt_tokens_total{0}, completion_tokens_total{0};
@@ -123,7 +166,7 @@ struct Server::State {
     const int64_t created = unix_seconds();
     const std::string model_name = r.model.empty() ? options.model_name : r.model;
     requests_waiting += 1;
-    auto held = std::make_shared<std::unique_lock<std::mutex>>(slot);  // waits for the request in progress
+    auto held = std::make_shared<FifoSlot::Turn>(slot);  // waits for the requests that came first
     requests_waiting -= 1;
     const std::vector<int32_t> tokens = prompt_tokens(r);
     if (!r.stream) {
@@ -187,13 +230,15 @@ struct Server::State {
 };
 
 Server::Server(Transformer& model, const Tokenizer& tokenizer, ServerOptions options)
-    : state_(std::make_unique<State>(model, tokenizer, std::move(options))), http_(std::make_unique<httplib::Server>()) {
+    : state_(std::make_unique<State>(model, tokenizer, std::move(options))), http_(std::make_unique<HttpServer>()) {
   State& s = *state_;
   httplib::Server& http = *http_;
   http.set_payload_max_length(s.options.max_body_bytes);
   http.set_read_timeout(s.options.timeout_seconds);
   http.set_write_timeout(s.options.timeout_seconds);
-  http.new_task_queue = [] { return new httplib::ThreadPool(16); };  // waiting requests hold a thread each
+  http.set_keep_alive_max_count(1000);  // requests per connection before the server closes it
+  // Every open connection holds a worker (keep-alive, streams, requests waiting for the slot).
+  http.new_task_queue = [] { return new httplib::ThreadPool(64); };
 
   http.set_pre_routing_handler([&s](const httplib::Request& req, httplib::Response& res) {
     if (s.options.api_key.empty() || req.path == "/health" || req.path == "/")  // the page asks for the key itself
@@ -274,6 +319,7 @@ int Server::bind() {
   const ServerOptions& o = state_->options;
   const int port = o.port == 0 ? http_->bind_to_any_port(o.host) : (http_->bind_to_port(o.host, o.port) ? o.port : -1);
   MKV_CHECK(port > 0, "cannot listen on {}:{} (address in use, or not an address of this machine)", o.host, o.port);
+  ::listen(static_cast<HttpServer&>(*http_).listening_socket(), SOMAXCONN);  // a larger backlog (see HttpServer)
   return port;
 }
 

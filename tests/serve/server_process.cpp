@@ -80,6 +80,18 @@ void ServerProcess::read_log(double seconds, const std::string& until) {
   }
 }
 
+long ServerProcess::rss_kib() const {
+  if (pid_ <= 0) return -1;
+  FILE* status = std::fopen(("/proc/" + std::to_string(pid_) + "/status").c_str(), "r");
+  if (!status) return -1;
+  char line[256];
+  long kib = -1;
+  while (std::fgets(line, sizeof line, status))
+    if (std::sscanf(line, "VmRSS: %ld kB", &kib) == 1) break;
+  std::fclose(status);
+  return kib;
+}
+
 bool ServerProcess::running() const {
   if (pid_ <= 0) return false;
   int status = 0;

@@ -20,6 +20,8 @@ class ServerProcess {
   ServerProcess& operator=(const ServerProcess&) = delete;
 
   int port() const { return port_; }
+  // The server's resident set size in KiB (VmRSS); -1 when it is not running.
+  long rss_kib() const;
   bool running() const;
   // Sends SIGTERM and waits up to `seconds`; the exit code, or -1 when it had to be killed.
   int stop(double seconds = 20);
