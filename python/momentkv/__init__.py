@@ -11,6 +11,8 @@
     for piece in model.generate("Once upon a time", max_tokens=32, stream=True):
         print(piece, end="", flush=True)
     logits = model.logits(model.tokenize("Once upon a time"))   # numpy (n, n_vocab) float32
+    s = model.session(press="momentkv:kernel=15", kv_budget=64)  # step by step, cache visible
+    logits = s.prefill(model.tokenize(text)); keys = s.cache.head(0, 0).keys
 
 Computation releases the GIL and runs one at a time per process; Ctrl-C interrupts a long
 generate, logits or stream. Engine errors are ValueError (bad spec, budget, ids, GGUF file),
@@ -23,7 +25,7 @@ import os
 from . import _momentkv, presses
 from .presses import Press, ScorerPress
 
-__all__ = ["Model", "Press", "ScorerPress", "presses"]
+__all__ = ["Model", "Press", "ScorerPress", "Session", "presses"]
 __version__ = "0.1.0"
 
 
@@ -160,5 +162,84 @@ class Model:
             return _stream(out)
         return out if details else out["text"]
 
+    def session(self, press="full", kv_budget=None, compression_ratio=None, ctx=0):
+        """A Session on this model: one sequence kept between calls, with its KV cache visible.
+
+        `press`, `kv_budget` and `compression_ratio` as in generate(); ctx 0 is the model's context
+        (else at most that). See momentkv.Session."""
+        return Session(self, press, kv_budget, compression_ratio, ctx)
+
     def __repr__(self):
         return f"momentkv.Model({self.path!r}, n_vocab={self.n_vocab}, n_ctx={self.n_ctx})"
+
+
+class Session:
+    """One sequence on a Model, fed step by step; its press compresses after every prefill() and
+    decode(), exactly as `momentkv generate` does (the prompt is one prefill).
+
+        s = model.session(press="momentkv:kernel=15", kv_budget=64)
+        logits = s.prefill(model.tokenize(text))        # numpy (n_vocab,) after the prompt
+        logits = s.decode(int(logits.argmax()))          # one token
+        h = s.cache.head(layer, kv_head)
+        h.positions, h.keys, h.values                    # read-only numpy views of the cache, no copy
+        h.moments                                        # evicted-token statistics, or None
+        s.cache.bytes_held                               # as `momentkv generate` reports it
+
+    evaluate(ids) feeds ids teacher-forced and returns every position's logits (n, n_vocab),
+    without compressing (the tokens stay in the cache).
+
+    Views: keys (n, d_k), values (n, d_v) float32 and positions (n,) int32 share the cache's
+    memory and keep the session alive. The engine reallocates a head's rows whenever it appends
+    or evicts, so while any such view (or a slice of one) is alive the session refuses to change
+    its cache: prefill/decode/evaluate/reset raise BufferError (like a bytearray under a
+    memoryview). Delete the views, or keep .copy()s, before the next step; cache.live_views
+    counts them. A view is thus never stale and never dangles. cache.head() itself is only a
+    handle: its properties read the cache as it is when read.
+
+    moments: None when the press tracks none (e.g. snapkv without nc); else a dict of copies:
+    count (evicted tokens folded in, all groups), groups (G), comoment (whether a co-moment is
+    kept), counts (G,) int64, key_means (G, d_k) and value_means (G, d_v) float64 (NaN rows for
+    groups still empty).
+
+    Errors: token ids out of range, or more positions than n_ctx, raise ValueError and change
+    nothing; a call that fails during its computation (a Python press's exception, Ctrl-C)
+    leaves the session reset (empty). Computation releases the GIL and runs one at a time per
+    process; one session serves one call at a time (RuntimeError otherwise).
+    """
+
+    def __init__(self, model, press="full", kv_budget=None, compression_ratio=None, ctx=0):
+        self.model = model
+        self._s = _momentkv.Session(model._m, _press_spec(press), kv_budget, compression_ratio, ctx)
+
+    def prefill(self, ids):
+        """Feeds ids (in chunks of 512), compresses; returns the logits after the last one (n_vocab,)."""
+        return self._s.prefill(_ids(ids))
+
+    def decode(self, token):
+        """Feeds one token id, compresses (as the press does per decode step); returns the next logits."""
+        return self._s.decode(operator.index(token))
+
+    def evaluate(self, ids):
+        """Feeds ids teacher-forced without compressing; returns their logits (len(ids), n_vocab)."""
+        return self._s.evaluate(_ids(ids))
+
+    def reset(self):
+        """Drops every token and moment (a new sequence with the same press)."""
+        self._s.reset()
+
+    @property
+    def n_past(self):
+        return self._s.n_past
+
+    @property
+    def n_ctx(self):
+        return self._s.n_ctx
+
+    @property
+    def cache(self):
+        """The KV cache: n_layers, n_kv_heads, bytes_held, moment_bytes, row_bytes, total_rows,
+        live_views, head(layer, kv_head)."""
+        return self._s.cache
+
+    def __repr__(self):
+        return f"momentkv.Session(n_past={self.n_past}, n_ctx={self.n_ctx})"

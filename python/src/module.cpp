@@ -453,6 +453,30 @@ struct Model {
     return tokenizer->encode(text, /*add_special=*/!has_bos, /*parse_special=*/true);
   }
 
+  // A press spec string or a momentkv.ScorerPress (the Python side checked the type), validated
+  // with generate's budget rules; exactly one of `config` and `py` is used afterwards.
+  static void resolve_press(const py::object& press, std::optional<int64_t> kv_budget,
+                            std::optional<double> compression_ratio, mkv::PressConfig& config,
+                            std::optional<PyPressConfig>& py) {
+    if (py::isinstance<py::str>(press)) {
+      config = mkv::PressConfig::parse(press.cast<std::string>(),
+                                       mkv::PressConfig::budget_from_flags(kv_budget, compression_ratio));
+      config.require_budget();
+    } else {
+      py = py_press_config(press, kv_budget, compression_ratio);
+    }
+  }
+
+  // The engine press for a resolved press (nullptr for the full cache). A Python press's PyScorer
+  // borrows py->press: the caller keeps `py` alive as long as the press.
+  static std::unique_ptr<mkv::Press> make_press(const mkv::PressConfig& config, const std::optional<PyPressConfig>& py) {
+    if (py)
+      return std::make_unique<mkv::ScorerPress>(std::make_unique<PyScorer>(py->press.ptr(), py->window, py->query_positions),
+                                                py->options);
+    if (!config.is_full()) return config.make();
+    return nullptr;
+  }
+
   GenerationJob job(std::vector<int32_t> prompt, int max_tokens, float temperature, float top_p, int top_k,
                     float min_p, std::optional<int64_t> seed, const py::object& press,
                     std::optional<int64_t> kv_budget, std::optional<double> compression_ratio,
@@ -461,13 +485,7 @@ struct Model {
     if (seed && *seed < 0) throw py::value_error("seed must be >= 0 (None: a random seed)");
     GenerationJob j;
     j.prompt = std::move(prompt);
-    if (py::isinstance<py::str>(press)) {
-      j.press = mkv::PressConfig::parse(press.cast<std::string>(),
-                                        mkv::PressConfig::budget_from_flags(kv_budget, compression_ratio));
-      j.press.require_budget();
-    } else {  // a momentkv.ScorerPress (the Python side checked the type)
-      j.py_press = py_press_config(press, kv_budget, compression_ratio);
-    }
+    resolve_press(press, kv_budget, compression_ratio, j.press, j.py_press);
     j.sampler.temperature = temperature;
     j.sampler.top_k = top_k;
     j.sampler.top_p = top_p;
@@ -486,14 +504,7 @@ struct Model {
   mkv::GenerationResult run(const GenerationJob& j, const std::function<bool(std::string_view)>& on_text,
                             SignalPoller& poller, const std::function<void()>& check) {
     apply_settings();
-    std::unique_ptr<mkv::Press> p;
-    if (j.py_press) {
-      p = std::make_unique<mkv::ScorerPress>(
-          std::make_unique<PyScorer>(j.py_press->press.ptr(), j.py_press->window, j.py_press->query_positions),
-          j.py_press->options);
-    } else if (!j.press.is_full()) {
-      p = j.press.make();
-    }
+    std::unique_ptr<mkv::Press> p = make_press(j.press, j.py_press);
     mkv::Session session(*transformer, session_options(p.get()));
     session.set_observer(&poller);
     mkv::Sampler sampler(j.sampler);
@@ -638,6 +649,259 @@ class TextStream {
   std::thread worker_;
 };
 
+// ---- Sessions: one sequence kept between calls, with its cache visible ---------------------------
+//
+// A PySession owns an mkv::Session (and its press). prefill/decode/evaluate/reset run like
+// Model.logits: GIL released, g_compute held, signals polled. A call that fails or is interrupted
+// once the computation has started leaves the session reset (empty): a half-fed chunk or a
+// half-done compression is not a state worth keeping. Errors found before (ids out of range, the
+// context full) change nothing.
+//
+// Cache views. HeadView.keys / .values / .positions are numpy arrays over the cache's own rows
+// (no copy; float32 storage, the only one Model uses — other storage would be decoded into a
+// copy), read-only, whose base object is a CacheExport. A CacheExport holds a reference to the
+// session (so the session and its cache outlive every view) and counts itself in `exports`; numpy
+// views derived from a view (slices, transposes) keep that base alive too. The engine reallocates
+// a head's rows whenever it appends or evicts, so a view would dangle after the next prefill/
+// decode/evaluate: instead, like a bytearray under a memoryview, a session refuses to change its
+// cache while any view is alive (BufferError naming the count; `del` the views, or keep copies).
+// A view therefore never dangles and never silently goes stale. HeadView itself is only a
+// (session, layer, kv_head) handle: each property reads the cache as it is at that moment.
+// While a session computes (another thread, or a Python press's score() on this session) its
+// cache cannot be read and it cannot be called: RuntimeError.
+struct PySession {
+  py::object model_ref;  // keeps the Model (transformer, tokenizer) alive
+  Model& model;
+  mkv::PressConfig press_config;
+  std::optional<PyPressConfig> py_press;  // owns the Python press the PyScorer borrows
+  std::unique_ptr<mkv::Press> press;
+  std::unique_ptr<mkv::Session> session;
+  int64_t exports = 0;  // live CacheExports (numpy views of the cache); changed with the GIL held
+  bool busy = false;    // a computation is running on this session (the GIL is released then)
+
+  PySession(py::object model_obj, const py::object& press_obj, std::optional<int64_t> kv_budget,
+            std::optional<double> compression_ratio, int ctx)
+      : model_ref(std::move(model_obj)), model(model_ref.cast<Model&>()) {
+    check_not_in_press();
+    if (ctx < 0) throw py::value_error("ctx must be >= 0 (0: the model's context)");
+    if (ctx > model.n_ctx())
+      throw py::value_error("ctx=" + std::to_string(ctx) + " is above the model's context of " +
+                            std::to_string(model.n_ctx()));
+    Model::resolve_press(press_obj, kv_budget, compression_ratio, press_config, py_press);
+    press = Model::make_press(press_config, py_press);
+    mkv::SessionOptions so = model.session_options(press.get());
+    so.n_ctx = ctx > 0 ? ctx : model.n_ctx();
+    session = std::make_unique<mkv::Session>(*model.transformer, so);  // a Python press's reset() runs here
+  }
+
+  void check_readable() const {
+    if (busy) throw std::runtime_error("momentkv.Session: the session is computing (its cache cannot be read now)");
+  }
+
+  // Validates that the session may change now (GIL held) and that n more positions fit.
+  void check_mutable(int64_t n_new, const char* what) const {
+    check_not_in_press();
+    if (busy) throw std::runtime_error("momentkv.Session: the session is already computing (one call at a time)");
+    if (exports > 0) {
+      const std::string msg = std::string("Session.") + what + ": " + std::to_string(exports) +
+                              " numpy view(s) of this session's cache are still alive; the engine would reallocate "
+                              "the rows under them. Delete them (del) or keep copies (.copy()) first.";
+      PyErr_SetString(PyExc_BufferError, msg.c_str());
+      throw py::error_already_set();
+    }
+    if (session->n_past() + n_new > session->n_ctx())
+      throw py::value_error(std::string("Session.") + what + ": " + std::to_string(session->n_past()) +
+                            " positions held + " + std::to_string(n_new) + " new > the context of " +
+                            std::to_string(session->n_ctx()) + " (raise ctx)");
+  }
+
+  // Runs f on the session with the GIL released and g_compute held; see the block comment.
+  template <class F>
+  void compute(F&& f) {
+    busy = true;
+    bool interrupted = false;
+    std::exception_ptr error;
+    {
+      py::gil_scoped_release release;
+      try {
+        ComputeLock lock(poll_signals_now);
+        SignalPoller poller(true);
+        try {
+          model.apply_settings();
+          session->set_observer(&poller);
+          f();
+          session->set_observer(nullptr);
+        } catch (...) {
+          session->set_observer(nullptr);
+          try {
+            session->reset();
+          } catch (...) {
+          }
+          throw;
+        }
+      } catch (const Interrupted&) {
+        interrupted = true;
+      } catch (...) {
+        error = std::current_exception();
+      }
+    }
+    busy = false;
+    if (interrupted) throw py::error_already_set();
+    if (error) std::rethrow_exception(error);
+  }
+
+  py::array_t<float> last_logits(std::span<const float> l) const {
+    py::array_t<float> out(static_cast<py::ssize_t>(l.size()));
+    std::copy(l.begin(), l.end(), out.mutable_data());
+    return out;
+  }
+
+  py::array_t<float> prefill(const std::vector<int64_t>& id_list) {
+    const std::vector<int32_t> ids = model.checked_ids(id_list);
+    if (ids.empty()) throw py::value_error("Session.prefill: no token ids given");
+    check_mutable(static_cast<int64_t>(ids.size()), "prefill");
+    std::span<const float> l;
+    compute([&] { l = session->prefill(ids); });
+    return last_logits(l);
+  }
+
+  py::array_t<float> decode(int64_t token) {
+    const std::vector<int32_t> ids = model.checked_ids({token});
+    check_mutable(1, "decode");
+    std::span<const float> l;
+    compute([&] { l = session->decode(ids[0]); });
+    return last_logits(l);
+  }
+
+  py::array_t<float> evaluate(const std::vector<int64_t>& id_list) {
+    const std::vector<int32_t> ids = model.checked_ids(id_list);
+    if (ids.empty()) throw py::value_error("Session.evaluate: no token ids given");
+    check_mutable(static_cast<int64_t>(ids.size()), "evaluate");
+    py::array_t<float> out({static_cast<py::ssize_t>(ids.size()), static_cast<py::ssize_t>(model.n_vocab())});
+    float* data = out.mutable_data();
+    compute([&] { session->evaluate(ids, data); });
+    return out;
+  }
+
+  void reset() {
+    check_mutable(0, "reset");
+    compute([&] { session->reset(); });
+  }
+};
+
+// The base object of every numpy view of a session's cache (see PySession).
+class CacheExport {
+ public:
+  explicit CacheExport(py::object session_obj) : session_obj_(std::move(session_obj)) {
+    ++session_obj_.cast<PySession&>().exports;
+  }
+  ~CacheExport() { --session_obj_.cast<PySession&>().exports; }  // destroyed with the GIL held
+  CacheExport(const CacheExport&) = delete;
+  CacheExport& operator=(const CacheExport&) = delete;
+
+ private:
+  py::object session_obj_;
+};
+
+// A read-only numpy array (n, dim) over `data` (or an empty/decoded copy), based on a CacheExport.
+template <class T>
+py::array cache_array(const py::object& session_obj, const T* data, std::vector<py::ssize_t> shape) {
+  py::array a;
+  py::ssize_t count = 1;
+  for (const py::ssize_t s : shape) count *= s;
+  if (count == 0 || data == nullptr) {
+    a = py::array_t<T>(shape);  // nothing to share
+  } else {
+    py::object base = py::cast(std::make_unique<CacheExport>(session_obj));
+    a = py::array(py::dtype::of<T>(), shape, {}, data, base);
+  }
+  a.attr("setflags")(py::arg("write") = false);
+  return a;
+}
+
+struct PyHeadView {
+  py::object session_obj;
+  int layer, kv_head;
+
+  PySession& s() const {
+    PySession& ps = session_obj.cast<PySession&>();
+    ps.check_readable();
+    return ps;
+  }
+  mkv::KvHeadView view() const { return s().session->cache().head(layer, kv_head); }
+
+  int32_t length() const { return view().length; }
+
+  py::array positions() const {
+    const mkv::KvHeadView v = view();
+    return cache_array<int32_t>(session_obj, v.positions, {v.length});
+  }
+
+  py::array rows(bool keys) const {
+    const mkv::KvHeadView v = view();
+    const int dim = keys ? v.head_dim_k : v.head_dim_v;
+    if (v.storage == mkv::KvStorage::F32)
+      return cache_array<float>(session_obj, static_cast<const float*>(keys ? v.keys : v.values), {v.length, dim});
+    // Other storage: a decoded copy (not a view of the cache).
+    py::array_t<float> out({py::ssize_t(v.length), py::ssize_t(dim)});
+    if (v.length > 0) {
+      const mkv::HeadRows r = keys ? mkv::HeadRows::keys(v) : mkv::HeadRows::values(v);
+      std::memcpy(out.mutable_data(), r.data(), sizeof(float) * std::size_t(v.length) * dim);
+    }
+    out.attr("setflags")(py::arg("write") = false);
+    return out;
+  }
+
+  // None when the press tracks no moments; else a dict of copies (see Session's docstring).
+  py::object moments() const {
+    const mkv::KvHeadView v = view();
+    if (!v.moments || !s().session->cache().tracks_moments()) return py::none();
+    const mkv::MomentGroups& m = *v.moments;
+    const auto& groups = m.groups();
+    const py::ssize_t g = static_cast<py::ssize_t>(groups.size());
+    py::array_t<int64_t> counts(g);
+    py::array_t<double> kmean({g, py::ssize_t(v.head_dim_k)}), vmean({g, py::ssize_t(v.head_dim_v)});
+    double* kd = kmean.mutable_data();
+    double* vd = vmean.mutable_data();
+    for (py::ssize_t i = 0; i < g; ++i) {
+      const mkv::MomentStats& st = groups[i];
+      counts.mutable_data()[i] = st.count();
+      const bool ok = st.count() > 0 && st.key_mean().size() == std::size_t(v.head_dim_k) &&
+                      st.value_mean().size() == std::size_t(v.head_dim_v);
+      for (int j = 0; j < v.head_dim_k; ++j)
+        kd[i * v.head_dim_k + j] = ok ? st.key_mean()[j] : std::numeric_limits<double>::quiet_NaN();
+      for (int j = 0; j < v.head_dim_v; ++j)
+        vd[i * v.head_dim_v + j] = ok ? st.value_mean()[j] : std::numeric_limits<double>::quiet_NaN();
+    }
+    py::dict d;
+    d["count"] = m.count();
+    d["groups"] = g;
+    d["comoment"] = m.config().comoment;
+    d["counts"] = counts;
+    d["key_means"] = kmean;
+    d["value_means"] = vmean;
+    return d;
+  }
+};
+
+struct PyCache {
+  py::object session_obj;
+  const mkv::KvCache& cache() const {
+    PySession& ps = session_obj.cast<PySession&>();
+    ps.check_readable();
+    return ps.session->cache();
+  }
+  PyHeadView head(int layer, int kv_head) const {
+    const mkv::KvCacheShape& sh = cache().shape();
+    if (layer < 0 || layer >= sh.n_layers)
+      throw py::index_error("layer " + std::to_string(layer) + " is out of range [0, " + std::to_string(sh.n_layers) + ")");
+    if (kv_head < 0 || kv_head >= sh.n_kv_heads)
+      throw py::index_error("kv_head " + std::to_string(kv_head) + " is out of range [0, " +
+                            std::to_string(sh.n_kv_heads) + ")");
+    return PyHeadView{session_obj, layer, kv_head};
+  }
+};
+
 py::list press_catalog() {
   py::list out;
   for (const mkv::PressInfo& p : mkv::press_catalog()) {
@@ -690,6 +954,42 @@ PYBIND11_MODULE(_momentkv, m) {
       .def("__iter__", [](py::object self) { return self; })
       .def("__next__", &TextStream::next)
       .def("close", &TextStream::close);
+
+  py::class_<CacheExport>(m, "CacheExport", "The base object of a numpy view of a session's cache.");
+
+  py::class_<PyHeadView>(m, "HeadView")
+      .def_readonly("layer", &PyHeadView::layer)
+      .def_readonly("kv_head", &PyHeadView::kv_head)
+      .def_property_readonly("length", &PyHeadView::length)
+      .def("__len__", &PyHeadView::length)
+      .def_property_readonly("positions", &PyHeadView::positions)
+      .def_property_readonly("keys", [](const PyHeadView& h) { return h.rows(true); })
+      .def_property_readonly("values", [](const PyHeadView& h) { return h.rows(false); })
+      .def_property_readonly("moments", &PyHeadView::moments);
+
+  py::class_<PyCache>(m, "Cache")
+      .def_property_readonly("n_layers", [](const PyCache& c) { return c.cache().shape().n_layers; })
+      .def_property_readonly("n_kv_heads", [](const PyCache& c) { return c.cache().shape().n_kv_heads; })
+      .def_property_readonly("head_dim_k", [](const PyCache& c) { return c.cache().shape().head_dim_k; })
+      .def_property_readonly("head_dim_v", [](const PyCache& c) { return c.cache().shape().head_dim_v; })
+      .def_property_readonly("bytes_held", [](const PyCache& c) { return c.cache().bytes_held(); })
+      .def_property_readonly("moment_bytes", [](const PyCache& c) { return c.cache().moment_bytes(); })
+      .def_property_readonly("row_bytes", [](const PyCache& c) { return c.cache().row_bytes(); })
+      .def_property_readonly("total_rows", [](const PyCache& c) { return c.cache().total_tokens(); })
+      .def_property_readonly("tracks_moments", [](const PyCache& c) { return c.cache().tracks_moments(); })
+      .def_property_readonly("live_views", [](const PyCache& c) { return c.session_obj.cast<PySession&>().exports; })
+      .def("head", &PyCache::head, py::arg("layer"), py::arg("kv_head"));
+
+  py::class_<PySession>(m, "Session")
+      .def(py::init<py::object, const py::object&, std::optional<int64_t>, std::optional<double>, int>(),
+           py::arg("model"), py::arg("press"), py::arg("kv_budget"), py::arg("compression_ratio"), py::arg("ctx"))
+      .def("prefill", &PySession::prefill, py::arg("ids"))
+      .def("decode", &PySession::decode, py::arg("token"))
+      .def("evaluate", &PySession::evaluate, py::arg("ids"))
+      .def("reset", &PySession::reset)
+      .def_property_readonly("n_past", [](const PySession& s) { return s.session->n_past(); })
+      .def_property_readonly("n_ctx", [](const PySession& s) { return s.session->n_ctx(); })
+      .def_property_readonly("cache", [](py::object self) { return PyCache{self}; });
 
   py::class_<Model>(m, "Model")
       .def(py::init<const std::string&, std::optional<int>, int, const std::string&>(), py::arg("path"),
