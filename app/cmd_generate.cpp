@@ -24,12 +24,11 @@ std::string read_prompt(const GenerateOptions& o) {
   return read_text_file(o.prompt_file, "prompt file (-f)");
 }
 
-// Streams the reply to stdout as it becomes final; the run's counters add up across chat turns.
+// Streams the reply to stdout as it becomes final; the token count adds up across chat turns.
 struct ReplyStream {
   const GenerateOptions& options;
   Sampler& sampler;
   int n_generated = 0;
-  double decode_seconds = 0.0;
 
   GenerationResult run(Session& session, const Tokenizer& tok, std::span<const int32_t> prompt,
                        std::function<void()> on_prompt = {}) {
@@ -47,7 +46,6 @@ struct ReplyStream {
     GenerationResult result = generate(session, tok, {prompt, {}}, params, callbacks);
     std::fputc('\n', stdout);
     n_generated += int(result.tokens.size());
-    decode_seconds += result.decode_seconds;
     return result;
   }
 };
@@ -113,15 +111,12 @@ int run_generate(const GenerateOptions& o) {
   std::fwrite(prompt.data(), 1, prompt.size(), stdout);
   std::fflush(stdout);
   const KvCache& cache = session.cache();
-  // What the sequence would hold uncompressed, and what the press left of it.
-  auto uncompressed_bytes = [&] {
-    return int64_t{session.n_past()} * cache.shape().n_layers * cache.shape().n_kv_heads * int64_t(cache.row_bytes());
-  };
-  std::string after_prompt;
+  std::string after_prompt;  // what the press left of the prompt, against the uncompressed cache
   const GenerationResult result = stream.run(session, tok, tokens, [&] {
     after_prompt = fmt::format("kv cache after the prompt: {} bytes held ({} rows over all layers and KV heads, {} "
                                "bytes of moment statistics); uncompressed: {} bytes\n",
-                               cache.bytes_held(), cache.total_tokens(), cache.moment_bytes(), uncompressed_bytes());
+                               cache.bytes_held(), cache.total_tokens(), cache.moment_bytes(),
+                               cache.uncompressed_bytes(session.n_past()));
   });
   fmt::print(stderr, "\nprompt: {} tokens in {:.3f} s ({:.1f} tok/s)\n", tokens.size(), result.prefill_seconds,
              tokens.size() / std::max(result.prefill_seconds, 1e-9));
@@ -129,7 +124,7 @@ int run_generate(const GenerateOptions& o) {
              result.decode_seconds, stream.n_generated / std::max(result.decode_seconds, 1e-9),
              stop_reason_name(result.stop));
   fmt::print(stderr, "{}kv cache at the end: {} bytes held ({} rows); uncompressed: {} bytes\n", after_prompt,
-             cache.bytes_held(), cache.total_tokens(), uncompressed_bytes());
+             cache.bytes_held(), cache.total_tokens(), cache.uncompressed_bytes(session.n_past()));
   return 0;
 }
 

@@ -92,6 +92,11 @@ class KvCache {
   std::size_t token_bytes() const;   // bytes of all retained rows (+ positions)
   std::size_t moment_bytes() const;  // bytes the moment summaries of heads that evicted need (float32)
   std::size_t bytes_held() const { return token_bytes() + moment_bytes(); }
+  // What `positions` tokens would hold in every head uncompressed (rows only): the reference the
+  // bytes a press keeps are compared with.
+  int64_t uncompressed_bytes(int64_t positions) const {
+    return positions * shape().n_layers * shape().n_kv_heads * int64_t(row_bytes());
+  }
 
   void clear();  // drops all tokens and moments (a new sequence)
 

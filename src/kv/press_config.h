@@ -20,6 +20,12 @@
 
 namespace mkv {
 
+// How budget errors name the two budget inputs: the CLI's flags unless told otherwise.
+struct BudgetNames {
+  std::string_view tokens = "--kv-budget";
+  std::string_view ratio = "--compression-ratio";
+};
+
 class PressConfig {
  public:
   // The full cache (no press).
@@ -32,8 +38,9 @@ class PressConfig {
 
   // The budget flags of a command (--kv-budget L, --compression-ratio r; nullopt = not given)
   // as a Budget, validated: L ≥ 1, r in [0, 1), not both. nullopt when neither was given.
+  // Messages name the two inputs as `names` says (the server's request fields, for instance).
   static std::optional<Budget> budget_from_flags(std::optional<int64_t> kv_budget,
-                                                 std::optional<double> compression_ratio);
+                                                 std::optional<double> compression_ratio, BudgetNames names = {});
 
   const std::string& name() const { return name_; }
   bool is_full() const { return name_ == "full"; }

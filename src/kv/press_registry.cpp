@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cmath>
 #include <map>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -232,6 +233,15 @@ void check_budget(const Budget& b) {
 std::string budget_key(const Budget& b) { return b.tokens > 0 ? "budget" : "ratio"; }
 std::string budget_text(const Budget& b) { return b.tokens > 0 ? fmt::format("{}", b.tokens) : fmt::format("{}", b.ratio); }
 
+// A PressConfig's explicit parameters, and its budget when it has one, as Values of `def`.
+Values values_of(const PressDef& def, const std::vector<std::pair<std::string, std::string>>& params,
+                 const std::optional<Budget>& budget) {
+  Values v(def);
+  for (const auto& [key, value] : params) v.set(key, value);
+  if (budget) v.set(budget_key(*budget), budget_text(*budget));
+  return v;
+}
+
 }  // namespace
 
 const std::vector<PressInfo>& press_catalog() {
@@ -267,16 +277,16 @@ std::string press_help() {
 PressConfig::PressConfig() = default;
 
 std::optional<Budget> PressConfig::budget_from_flags(std::optional<int64_t> kv_budget,
-                                                     std::optional<double> compression_ratio) {
-  MKV_CHECK(!(kv_budget && compression_ratio), "give --kv-budget or --compression-ratio, not both");
+                                                     std::optional<double> compression_ratio, BudgetNames names) {
+  MKV_CHECK(!(kv_budget && compression_ratio), "give {} or {}, not both", names.tokens, names.ratio);
   if (kv_budget) {
     MKV_CHECK(*kv_budget >= 1 && *kv_budget <= 1'000'000'000,
-              "--kv-budget must be in [1, 1000000000] tokens per KV head, got {}", *kv_budget);
+              "{} must be in [1, 1000000000] tokens per KV head, got {}", names.tokens, *kv_budget);
     return Budget{int32_t(*kv_budget), 0.0};
   }
   if (compression_ratio) {
     MKV_CHECK(std::isfinite(*compression_ratio) && *compression_ratio >= 0.0 && *compression_ratio <= kMaxRatio,
-              "--compression-ratio must be in [0, 1) (the fraction of tokens removed), got {}", *compression_ratio);
+              "{} must be in [0, 1) (the fraction of tokens removed), got {}", names.ratio, *compression_ratio);
     return Budget{0, *compression_ratio};
   }
   return std::nullopt;
@@ -333,9 +343,9 @@ PressConfig PressConfig::with_param(std::string_view key, std::string_view value
   PressConfig copy = *this;
   std::erase_if(copy.params_, [&](const auto& p) { return p.first == key; });
   copy.params_.emplace_back(key, value);
-  Values v(find_press(name_));
-  for (const auto& [k, text] : copy.params_) v.set(k, text);
-  build_press(find_press(name_), v, Budget{1, 0.0});
+  const PressDef& def = find_press(name_);
+  Values v = values_of(def, copy.params_, std::nullopt);
+  build_press(def, v, Budget{1, 0.0});  // validates the combination
   return copy;
 }
 
@@ -357,9 +367,7 @@ std::string PressConfig::as_given() const {
 
 std::string PressConfig::spec() const {
   const PressDef& def = find_press(name_);
-  Values v(def);
-  for (const auto& [key, value] : params_) v.set(key, value);
-  if (budget_) v.set(budget_key(*budget_), budget_text(*budget_));
+  Values v = values_of(def, params_, budget_);
   build_press(def, v, budget_.value_or(Budget{1, 0.0}));  // fills the variant's defaults
   return v.canonical();
 }
@@ -372,10 +380,9 @@ void PressConfig::require_budget() const {
 std::unique_ptr<Press> PressConfig::make() const {
   require_budget();
   const PressDef& def = find_press(name_);
-  Values v(def);
-  for (const auto& [key, value] : params_) v.set(key, value);
+  Values v = values_of(def, params_, budget_);
   std::unique_ptr<Press> press = build_press(def, v, budget_.value_or(Budget{}));
-  press->set_spec(spec());
+  press->set_spec(v.canonical());  // with the variant's defaults build_press filled in
   return press;
 }
 

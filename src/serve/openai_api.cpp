@@ -143,18 +143,11 @@ CompletionRequest parse_completion_request(const std::string& body, bool chat, u
 
 PressConfig request_press(const CompletionRequest& request, const PressConfig& server_press,
                           const std::optional<Budget>& server_budget) {
-  if (request.kv_budget && request.kv_compression_ratio)
-    bad("kv_budget", "give kv_budget or kv_compression_ratio, not both");
-  if (request.kv_budget && (*request.kv_budget < 1 || *request.kv_budget > 1'000'000'000))
-    bad("kv_budget", fmt::format("'kv_budget' must be in [1, 1000000000] tokens per KV head, got {}", *request.kv_budget));
-  if (request.kv_compression_ratio &&
-      !(std::isfinite(*request.kv_compression_ratio) && *request.kv_compression_ratio >= 0 && *request.kv_compression_ratio < 1))
-    bad("kv_compression_ratio", fmt::format("'kv_compression_ratio' must be in [0, 1) (the fraction of tokens removed), got {}",
-                                            *request.kv_compression_ratio));
   const std::string budget_field = request.kv_budget ? "kv_budget" : "kv_compression_ratio";
   std::optional<Budget> budget;
   try {
-    budget = PressConfig::budget_from_flags(request.kv_budget, request.kv_compression_ratio);
+    budget = PressConfig::budget_from_flags(request.kv_budget, request.kv_compression_ratio,
+                                            {"kv_budget", "kv_compression_ratio"});
   } catch (const MkvError& e) {
     bad(budget_field, e.what());
   }

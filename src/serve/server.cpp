@@ -135,8 +135,7 @@ struct Server::State {
     callbacks.on_prompt = [&] {
       const KvCache& cache = session.cache();
       out.kv_bytes_held = int64_t(cache.bytes_held());
-      out.kv_bytes_full = int64_t{session.n_past()} * cache.shape().n_layers * cache.shape().n_kv_heads *
-                          int64_t(cache.row_bytes());
+      out.kv_bytes_full = cache.uncompressed_bytes(session.n_past());
     };
     const GenerationResult g = generate(session, tokenizer, {tokens, {}}, params, callbacks);
     out.text = g.text;
