@@ -114,5 +114,43 @@ TEST_F(TrainedModelNeedle, AnswersWithAnEighthOfTheCache) {
   }
 }
 
+// Kept positions of every layer and KV head after prefilling the needle prompt with `spec` at `budget`.
+std::vector<std::vector<int32_t>> kept_positions(Transformer& model, const GgufFile& file, const std::string& prompt,
+                                                 const std::string& spec, int32_t budget) {
+  const auto tokenizer = Tokenizer::create(Vocab::from_gguf(file));
+  const auto ids = tokenizer->encode(prompt, /*add_special=*/true, /*parse_special=*/false);
+  std::unique_ptr<Press> press = PressConfig::parse(spec, Budget{budget, 0.0}).make();
+  SessionOptions options;
+  options.press = press.get();
+  Session session(model, options);
+  session.prefill(ids);
+  std::vector<std::vector<int32_t>> kept;
+  for (int l = 0; l < model.config().n_layers; ++l)
+    for (int h = 0; h < model.config().n_kv_heads; ++h) {
+      const KvHeadView view = session.cache().head(l, h);
+      kept.emplace_back(view.positions, view.positions + view.length);
+    }
+  return kept;
+}
+
+// Below sinks + 2·window the protected window is clamped (select_keep), and the rest of the window
+// competes on its scores: SnapKV must then choose by attention, not keep the newest rows as
+// StreamingLLM does. Each head keeps its 4 sinks and its newest (L − 4)/2 rows either way.
+TEST_F(TrainedModelNeedle, SnapKvIsNotStreamingLlmAtSmallBudgets) {
+  for (const int32_t budget : {16, 32}) {
+    const auto streaming = kept_positions(*model_, *file_, prompt_, "streaming_llm", budget);
+    const auto snapkv = kept_positions(*model_, *file_, prompt_, "snapkv", budget);
+    int differing_heads = 0;
+    for (std::size_t i = 0; i < snapkv.size(); ++i) {
+      ASSERT_EQ(snapkv[i].size(), std::size_t(budget));
+      differing_heads += snapkv[i] != streaming[i];
+      const int32_t window = (budget - 4) / 2, newest = streaming[i].back();
+      for (int32_t j = 0; j < window; ++j)  // the clamped window: the newest rows are protected
+        EXPECT_NE(std::find(snapkv[i].begin(), snapkv[i].end(), newest - j), snapkv[i].end()) << "L=" << budget;
+    }
+    EXPECT_EQ(differing_heads, int(snapkv.size())) << "L=" << budget << ": every head should choose by score";
+  }
+}
+
 }  // namespace
 }  // namespace mkv

@@ -85,7 +85,7 @@ TEST_P(EveryPress, KeepsExactlyTheTopScoresWithSinksAndWindow) {
   std::vector<std::vector<int32_t>> expected;
   for (int layer = 0; layer < kGeometry.n_layers; ++layer) {
     HeadScores scores;
-    press.scorer().score(run.cache, layer, scores);
+    press.score_layer(run.cache, layer, scores);
     const auto finals = press.final_keep(run.cache, layer, scores);
     for (int h = 0; h < kGeometry.n_kv_heads; ++h) {
       // Protection is clamped to the layer's budget (PyramidKV: its layer budget).
@@ -121,7 +121,8 @@ std::vector<PressCase> press_cases() {
   const std::vector<std::string> specs = {
       "streaming_llm", "h2o", "snapkv", "pyramidkv", "momentkv:rounds=1", "momentkv:rounds=1,alloc=adaptive",
       "adakv:scorer=snapkv", "adakv:scorer=h2o", "momentkv:alloc=adaptive,rounds=1,nc=0", "snapkv:nc=1", "adakv:nc=1",
-      "momentkv:rounds=1,nc=0", "h2o:window=8,sinks=0", "snapkv:kernel=1,window=16"};
+      "momentkv:rounds=1,nc=0", "h2o:window=8,sinks=0", "snapkv:kernel=1,window=16", "momentkv:rounds=1,kernel=9",
+      "pyramidkv:kernel=3"};
   std::vector<PressCase> cases;
   for (const std::string& s : specs)
     for (int32_t budget : {16, 48, 100, 120, 500}) cases.push_back({s, budget});
@@ -135,6 +136,42 @@ INSTANTIATE_TEST_SUITE_P(Specs, EveryPress, ::testing::ValuesIn(press_cases()),
                            return name;
                          });
 
+TEST(Presses, PoolingKernelFollowsTheBudget) {
+  EXPECT_EQ(pooling_kernel(1), 7);
+  EXPECT_EQ(pooling_kernel(16), 7);
+  EXPECT_EQ(pooling_kernel(32), 11);
+  EXPECT_EQ(pooling_kernel(48), 17);
+  EXPECT_EQ(pooling_kernel(64), 21);
+  EXPECT_EQ(pooling_kernel(96), 31);
+  EXPECT_EQ(pooling_kernel(128), 31);
+  EXPECT_EQ(pooling_kernel(1'000'000'000), 31);
+  for (int32_t budget = 1; budget < 300; ++budget) EXPECT_EQ(pooling_kernel(budget) % 2, 1) << budget;
+}
+
+// kernel=auto keeps the rows of the explicit kernel its budget gives, for token and ratio budgets.
+TEST(Presses, AutoKernelIsTheBudgetsKernel) {
+  for (const auto& [budget_spec, budget] : std::vector<std::pair<std::string, int32_t>>{
+           {"budget=48", 48}, {"budget=100", 100}, {"ratio=0.5", kPrompt / 2}}) {
+    for (const std::string press : {"snapkv", "momentkv:rounds=1", "adakv"}) {
+      const std::string sep = press.find(':') == std::string::npos ? ":" : ",";
+      PressRun automatic(press + sep + budget_spec);
+      PressRun fixed(press + sep + budget_spec + ",kernel=" + std::to_string(pooling_kernel(budget)));
+      PressRun other(press + sep + budget_spec + ",kernel=" + std::to_string(pooling_kernel(budget) + 8));
+      for (PressRun* run : {&automatic, &fixed, &other}) {
+        run->prefill();
+        run->press->compress(run->cache, CompressReason::AfterPrefill);
+      }
+      bool differs_from_other = false;
+      for (int layer = 0; layer < kGeometry.n_layers; ++layer)
+        for (int h = 0; h < kGeometry.n_kv_heads; ++h) {
+          EXPECT_EQ(automatic.positions(layer, h), fixed.positions(layer, h)) << press << " " << budget_spec;
+          differs_from_other |= automatic.positions(layer, h) != other.positions(layer, h);
+        }
+      EXPECT_TRUE(differs_from_other) << press << " " << budget_spec << ": the kernel should matter here";
+    }
+  }
+}
+
 TEST(Presses, BudgetAtLeastTheLengthEvictsNothing) {
   for (const char* spec : {"full", "streaming_llm", "h2o", "snapkv", "pyramidkv", "adakv", "momentkv"}) {
     PressRun run(std::string(spec) == "full" ? std::string(spec) : std::string(spec) + ":budget=120");
@@ -145,7 +182,7 @@ TEST(Presses, BudgetAtLeastTheLengthEvictsNothing) {
 }
 
 TEST(Presses, MomentKvRoundsReachTheBudgetAndFoldEveryEvictedToken) {
-  PressRun run("momentkv:budget=40,rounds=4,variant=paper");
+  PressRun run("momentkv:budget=40,rounds=4,variant=paper,alloc=uniform");
   ASSERT_TRUE(run.press->wants_moments());
   ASSERT_TRUE(run.press->nc());
   run.prefill();
@@ -159,14 +196,22 @@ TEST(Presses, MomentKvRoundsReachTheBudgetAndFoldEveryEvictedToken) {
             std::size_t(kGeometry.n_layers * kGeometry.n_kv_heads) * (8 * 8 + 8 + 8 + 1) * sizeof(float));
 }
 
-TEST(Presses, DefaultMomentKvKeepsSixteenGroupsOfMeans) {
+TEST(Presses, DefaultMomentKvKeepsTwoGroupsOfMeansAndAdaptsHeadBudgets) {
   PressRun run("momentkv:budget=40");
   run.prefill();
   run.press->compress(run.cache, CompressReason::AfterPrefill);
-  for (int layer = 0; layer < kGeometry.n_layers; ++layer)
-    for (int h = 0; h < kGeometry.n_kv_heads; ++h) EXPECT_EQ(run.cache.length(layer, h), 40);
-  // 16 groups × (key mean 8 + value mean 8 + count 1) numbers per head.
-  EXPECT_EQ(run.cache.moment_bytes(), std::size_t(kGeometry.n_layers * kGeometry.n_kv_heads) * 16 * (8 + 8 + 1) * sizeof(float));
+  bool ragged = false;
+  for (int layer = 0; layer < kGeometry.n_layers; ++layer) {
+    int32_t layer_rows = 0;
+    for (int h = 0; h < kGeometry.n_kv_heads; ++h) {
+      layer_rows += run.cache.length(layer, h);
+      ragged |= run.cache.length(layer, h) != 40;
+    }
+    EXPECT_EQ(layer_rows, 40 * kGeometry.n_kv_heads);  // adaptive: the layer holds heads × L
+  }
+  EXPECT_TRUE(ragged) << "alloc=adaptive should give the heads different budgets here";
+  // 2 groups × (key mean 8 + value mean 8 + count 1) numbers per head.
+  EXPECT_EQ(run.cache.moment_bytes(), std::size_t(kGeometry.n_layers * kGeometry.n_kv_heads) * 2 * (8 + 8 + 1) * sizeof(float));
 }
 
 TEST(Presses, RatioBudgetKeepsTheKvpressCount) {
@@ -228,7 +273,7 @@ TEST(Presses, SnapKvScoresTheLastWindowWhetherQueriesCameInOneChunkOrOneByOne) {
 }
 
 TEST(Presses, ChunkedPrefillBoundsThePeakLength) {
-  PressRun run("momentkv:budget=32");
+  PressRun run("momentkv:budget=32,alloc=uniform");
   int32_t peak = 0;
   for (int chunk = 0; chunk < 6; ++chunk) {
     run.feed(20);

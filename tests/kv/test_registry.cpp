@@ -32,6 +32,9 @@ TEST(Registry, RejectsBadSpecsNamingWhatIsWrong) {
       {"snapkv:window=8.5", "window=8.5 is not an integer"},
       {"snapkv:window=0", "window=0 is out of range"},
       {"snapkv:kernel=4", "kernel=4 must be odd"},
+      {"snapkv:kernel=wide", "kernel=wide is not an odd integer or auto"},
+      {"snapkv:kernel=-3", "kernel=-3 is not an odd integer or auto"},
+      {"snapkv:kernel=65", "kernel=65 is out of range"},
       {"snapkv:window=8,window=9", "'window' given twice"},
       {"snapkv:window", "'window' is not key=value"},
       {"momentkv:alloc=greedy", "alloc=greedy is not one of uniform|adaptive|pyramid"},
@@ -58,10 +61,10 @@ TEST(Registry, CanonicalSpecSpellsOutEveryParameterAndTheBudget) {
   EXPECT_EQ(PressConfig::parse("snapkv:kernel=5,budget=64").spec(), snapkv);
   EXPECT_EQ(PressConfig::parse("snapkv:kernel=5", Budget{64, 0.0}).make()->spec(), snapkv);
   EXPECT_EQ(PressConfig::parse("momentkv:budget=32,variant=grouped,groups=4").make()->spec(),
-            "momentkv:window=32,kernel=7,sinks=4,rounds=4,alloc=uniform,safeguard=0.2,beta=20,"
+            "momentkv:window=32,kernel=auto,sinks=4,rounds=4,alloc=adaptive,safeguard=0.2,beta=20,"
             "variant=grouped,budget=32,decode_slack=-1,nc=1,groups=4,clip=1,means_only=0");
   EXPECT_EQ(PressConfig::parse("snapkv", Budget{0, 0.25}).spec(),
-            "snapkv:window=32,kernel=7,sinks=4,ratio=0.25,decode_slack=-1,nc=0,groups=1,clip=0,means_only=0");
+            "snapkv:window=32,kernel=auto,sinks=4,ratio=0.25,decode_slack=-1,nc=0,groups=1,clip=0,means_only=0");
   EXPECT_EQ(PressConfig().spec(), "full");
   EXPECT_EQ(PressConfig::parse("full").make()->spec(), "full");
 }

@@ -9,20 +9,20 @@ namespace mkv {
 namespace {
 
 // residual_norms (length): ‖v_j − estimate_j‖ where estimate_j = f̂_E(k_j) when the head has
-// evicted tokens, else the mean value of the candidate rows [begin, end).
-void residual_norms(const KvHeadView& view, float scale, int32_t begin, int32_t end, std::vector<float>& norms) {
+// evicted tokens, else the mean value of the head's rows.
+void residual_norms(const KvHeadView& view, float scale, std::vector<float>& norms) {
   const int d_v = view.head_dim_v;
   const HeadRows keys = HeadRows::keys(view), values = HeadRows::values(view);  // (length, d)
   const bool summary = view.moments != nullptr && view.moments->count() > 0;
-  std::vector<float> estimates;  // (length, d_v) f̂_E(k_j), or (1, d_v) the candidates' mean
+  std::vector<float> estimates;  // (length, d_v) f̂_E(k_j), or (1, d_v) the rows' mean
   if (summary) {
     estimates.resize(std::size_t(view.length) * d_v);
     moment_estimates(*view.moments, keys.data(), view.length, scale, estimates.data());
   } else {
     estimates.assign(d_v, 0.0f);
-    for (int32_t j = begin; j < end; ++j)
+    for (int32_t j = 0; j < view.length; ++j)
       for (int b = 0; b < d_v; ++b) estimates[b] += values.row(j)[b];
-    for (float& x : estimates) x /= float(std::max(end - begin, 1));
+    for (float& x : estimates) x /= float(std::max(view.length, 1));
   }
   norms.assign(view.length, 0.0f);
   for (int32_t j = 0; j < view.length; ++j) {
@@ -38,8 +38,7 @@ void residual_norms(const KvHeadView& view, float scale, int32_t begin, int32_t 
 
 }  // namespace
 
-MomentScorer::MomentScorer(int window, int kernel, const Protection& protection)
-    : alpha_(window, kernel), protection_(protection) {}
+MomentScorer::MomentScorer(int window, int kernel) : alpha_(window, kernel) {}
 
 void MomentScorer::reset(const PressGeometry& geometry) {
   Scorer::reset(geometry);
@@ -56,10 +55,8 @@ void MomentScorer::score(const KvCache& cache, int layer, HeadScores& scores) {
 #pragma omp parallel for schedule(dynamic)
   for (int kv = 0; kv < geometry_.n_kv_heads; ++kv) {
     const KvHeadView view = cache.head(layer, kv);
-    const int32_t begin = std::min<int32_t>(protection_.sinks, view.length);
-    const int32_t end = view.length - std::min<int32_t>(protection_.window, view.length - begin);
     std::vector<float> norms;  // (length) ‖r_j‖
-    residual_norms(view, geometry_.scale, begin, end, norms);
+    residual_norms(view, geometry_.scale, norms);
     for (int32_t j = 0; j < view.length; ++j) scores[kv][j] *= norms[j];
   }
 }

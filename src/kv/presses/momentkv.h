@@ -2,17 +2,17 @@
 //
 // Moment-informed eviction (MI): the residual of retained row j against the current summary of
 // the evicted tokens, its own key standing in for the query,
-//   r_j = v_j − f̂_E(k_j) = v_j − v̄ − τ C k_j    (n_e = 0: r_j = v_j − mean of candidate values),
+//   r_j = v_j − f̂_E(k_j) = v_j − v̄ − τ C k_j    (n_e = 0: r_j = v_j − the head's mean value),
 // scored α_j·‖r_j‖ with α_j the SnapKV observation-window score (group mean). Evicts in `rounds`
 // rounds, each recomputing residuals against the moments grown by the previous rounds.
 // NC (normalisation-corrected attention) on by default.
 //
 // Spec and defaults:
-//   momentkv:window=32,kernel=7,sinks=4,rounds=4,alloc=uniform,nc=1,variant=means
-//   alloc      uniform | adaptive (Ada-KV's rule on α·‖r‖, safeguard=0.2) | pyramid
+//   momentkv:window=32,kernel=auto,sinks=4,rounds=4,alloc=adaptive,nc=1,variant=means
+//   alloc      adaptive (Ada-KV's rule on α·‖r‖, safeguard=0.2; the default) | uniform | pyramid
 //   nc=0       MI selection without NC (moments still tracked: the scores need them)
-//   variant    means:   groups=16, means_only=1 unless given (the default: lowest KL at every
-//                       budget in docs/results/kl_stories260K.md; 16·(d_k + d_v + 1) numbers/head)
+//   variant    means:   groups=2, means_only=1 unless given (the default, chosen on the dev split:
+//                       docs/results/defaults_dev.md; 2·(d_k + d_v + 1) numbers/head)
 //              paper:   one summary per head, unclipped (d_k·d_v + d_k + d_v + 1 numbers/head)
 //              grouped: groups=16, clip=1 unless given (docs/METHODS.md §7.1's best; G·(d_k·d_v +
 //                       d_k + d_v + 2) numbers/head, ≈ 16·(d+2)/2 tokens at d_k = d_v = d)
@@ -28,9 +28,9 @@ namespace mkv {
 // α·‖r‖: SnapKV's observation-window scores (α) times the residual norms against the moments.
 class MomentScorer : public Scorer {
  public:
-  // protection: which rows are candidates (for the n_e = 0 value mean).
-  MomentScorer(int window, int kernel, const Protection& protection);
+  MomentScorer(int window, int kernel);
   void reset(const PressGeometry& geometry) override;
+  void set_layer_budget(int32_t budget) override { alpha_.set_layer_budget(budget); }
   void observe(int layer, int n_tokens, const float* q, const int32_t* positions,
                const KvCache& cache) override;
   void score(const KvCache& cache, int layer, HeadScores& scores) override;
@@ -38,7 +38,6 @@ class MomentScorer : public Scorer {
 
  private:
   SnapKVScorer alpha_;  // α, the observation-window attention
-  Protection protection_;
 };
 
 }  // namespace mkv

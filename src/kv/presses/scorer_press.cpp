@@ -62,10 +62,15 @@ void ScorerPress::compress(KvCache& cache, CompressReason reason) {
     if (layer_over(cache, layer, slack)) compress_layer(cache, layer);
 }
 
+void ScorerPress::score_layer(const KvCache& cache, int layer, HeadScores& scores) {
+  scorer_->set_layer_budget(layer_budget(cache, layer));
+  scorer_->score(cache, layer, scores);
+}
+
 void ScorerPress::compress_layer(KvCache& cache, int layer) {
   const Protection protection = clamp_protection(options_.protection, layer_budget(cache, layer));
   for (int round = 0; round < options_.rounds; ++round) {
-    scorer_->score(cache, layer, scores_);
+    score_layer(cache, layer, scores_);
     const std::vector<int32_t> finals = final_keep(cache, layer, scores_);
     std::vector<std::vector<int32_t>> keeps(geometry_.n_kv_heads);  // rows each evicting head keeps
     std::vector<uint8_t> evicts(geometry_.n_kv_heads, 0);             // whether head h evicts this round

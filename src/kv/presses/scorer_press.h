@@ -24,6 +24,9 @@ class Scorer {
   virtual void reset(const PressGeometry& geometry) { geometry_ = geometry; }
   virtual void observe(int layer, int n_tokens, const float* q, const int32_t* positions,
                        const KvCache& cache) {}
+  // Tokens per KV head the layer about to be scored may keep (window included); called before
+  // every score(). Scorers whose parameters follow the budget read it here.
+  virtual void set_layer_budget(int32_t budget) {}
   virtual void score(const KvCache& cache, int layer, HeadScores& scores) = 0;
   // Called after cache.retain(layer, kv_head, keep) so per-row state can be compacted. Runs
   // concurrently for different heads of a layer: it may touch only that head's state.
@@ -60,6 +63,10 @@ class ScorerPress : public Press {
 
   Scorer& scorer() { return *scorer_; }
   const ScorerPressOptions& options() const { return options_; }
+
+  // The scores a compression round of `layer` ranks, as the cache stands (the scorer told the
+  // layer's budget first).
+  void score_layer(const KvCache& cache, int layer, HeadScores& scores);
 
   // Final rows each head of `layer` may keep (window included) given its current scores.
   std::vector<int32_t> final_keep(const KvCache& cache, int layer, const HeadScores& scores) const;

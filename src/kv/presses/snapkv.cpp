@@ -7,8 +7,18 @@
 
 namespace mkv {
 
-SnapKVScorer::SnapKVScorer(int window, int kernel) : window_(window), kernel_(kernel) {
-  MKV_ASSERT(window >= 1 && kernel >= 1 && kernel % 2 == 1);
+int pooling_kernel(int32_t budget) {
+  const int third = int(std::clamp<int32_t>(budget / 3, 0, 64));
+  return std::clamp(third | 1, 7, 31);
+}
+
+SnapKVScorer::SnapKVScorer(int window, int kernel)
+    : window_(window), kernel_(kernel), layer_kernel_(kernel == kAutoKernel ? 7 : kernel) {
+  MKV_ASSERT(window >= 1 && (kernel == kAutoKernel || (kernel >= 1 && kernel % 2 == 1)));
+}
+
+void SnapKVScorer::set_layer_budget(int32_t budget) {
+  layer_kernel_ = kernel_ == kAutoKernel ? pooling_kernel(budget) : kernel_;
 }
 
 void SnapKVScorer::reset(const PressGeometry& geometry) {
@@ -27,14 +37,16 @@ void SnapKVScorer::score(const KvCache& cache, int layer, HeadScores& scores) {
   const int n_obs = window.count;
   const float* obs_q = window.q;
   const int32_t* obs_positions = window.positions;
-  const int group = g.group_size(), half = kernel_ / 2;
+  const int group = g.group_size(), half = layer_kernel_ / 2;
   scores.resize(g.n_kv_heads);
 #pragma omp parallel for schedule(dynamic)
   for (int kv = 0; kv < g.n_kv_heads; ++kv) {
     const KvHeadView view = cache.head(layer, kv);
     const HeadRows keys = HeadRows::keys(view);  // (length, d_k)
     const int32_t length = view.length;
-    // Rows before the observation window: [0, prefix).
+    // Rows before the observation window, [0, prefix), and the window's rows, [prefix, length),
+    // are max-pooled separately, so that at budgets that protect the whole window the scores of
+    // the rows before it are kvpress's.
     const int32_t prefix = n_obs > 0 ? visible_rows(view.positions, length, obs_positions[0] - 1) : length;
     std::vector<float>& out = scores[kv];
     out.assign(length, 0.0f);
@@ -46,15 +58,14 @@ void SnapKVScorer::score(const KvCache& cache, int layer, HeadScores& scores) {
       if (n_obs > 0)
         add_attention(obs_q + std::size_t(h) * g.head_dim_k, n_obs, int64_t(g.n_heads) * g.head_dim_k,
                       visible.data(), keys.data(), g.head_dim_k, g.scale, 1.0f, sums.data(), logits);
-      for (int32_t j = 0; j < prefix; ++j) {  // max-pool over the prefix, then group mean
+      for (int32_t j = 0; j < length; ++j) {  // max-pool inside j's segment, then group mean
+        const int32_t lo = j < prefix ? 0 : prefix, hi = j < prefix ? prefix : length;
         float pooled = sums[j];
-        for (int32_t i = std::max(0, j - half); i <= std::min(prefix - 1, j + half); ++i)
+        for (int32_t i = std::max(lo, j - half); i <= std::min(hi - 1, j + half); ++i)
           pooled = std::max(pooled, sums[i]);
         out[j] += pooled / float(group);
       }
     }
-    const float top = prefix > 0 ? *std::max_element(out.begin(), out.begin() + prefix) : 1.0f;
-    std::fill(out.begin() + prefix, out.end(), top);
   }
 }
 
