@@ -7,12 +7,14 @@
     print(model.generate("Once upon a time", max_tokens=32, temperature=0))
     text = open("tests/engine/data/trained_model_needle.txt").read()
     reply = model.generate(text, max_tokens=8, temperature=0,
-                           press=presses.MomentKV(kernel=15), kv_budget=64)
+                           press=presses.MomentKV(), kv_budget=64)
     for piece in model.generate("Once upon a time", max_tokens=32, stream=True):
         print(piece, end="", flush=True)
     logits = model.logits(model.tokenize("Once upon a time"))   # numpy (n, n_vocab) float32
-    s = model.session(press="momentkv:kernel=15", kv_budget=64)  # step by step, cache visible
+    s = model.session(press="momentkv", kv_budget=64)            # step by step, cache visible
     logits = s.prefill(model.tokenize(text)); keys = s.cache.head(0, 0).keys
+    s = model.session(); s.prefill(model.tokenize(text))         # full cache, then compress it
+    s.compress(presses.SnapKV(), kv_budget=128)                  # on demand, like after a prefill
 
 Computation releases the GIL and runs one at a time per process; Ctrl-C interrupts a long
 generate, logits or stream. Engine errors are ValueError (bad spec, budget, ids, GGUF file),
@@ -162,12 +164,13 @@ class Model:
             return _stream(out)
         return out if details else out["text"]
 
-    def session(self, press="full", kv_budget=None, compression_ratio=None, ctx=0):
+    def session(self, press="full", kv_budget=None, compression_ratio=None, ctx=0, query_window=64):
         """A Session on this model: one sequence kept between calls, with its KV cache visible.
 
         `press`, `kv_budget` and `compression_ratio` as in generate(); ctx 0 is the model's context
-        (else at most that). See momentkv.Session."""
-        return Session(self, press, kv_budget, compression_ratio, ctx)
+        (else at most that); query_window: the last queries per layer kept for Session.compress().
+        See momentkv.Session."""
+        return Session(self, press, kv_budget, compression_ratio, ctx, query_window)
 
     def __repr__(self):
         return f"momentkv.Model({self.path!r}, n_vocab={self.n_vocab}, n_ctx={self.n_ctx})"
@@ -177,7 +180,7 @@ class Session:
     """One sequence on a Model, fed step by step; its press compresses after every prefill() and
     decode(), exactly as `momentkv generate` does (the prompt is one prefill).
 
-        s = model.session(press="momentkv:kernel=15", kv_budget=64)
+        s = model.session(press="momentkv", kv_budget=64)
         logits = s.prefill(model.tokenize(text))        # numpy (n_vocab,) after the prompt
         logits = s.decode(int(logits.argmax()))          # one token
         h = s.cache.head(layer, kv_head)
@@ -187,6 +190,16 @@ class Session:
 
     evaluate(ids) feeds ids teacher-forced and returns every position's logits (n, n_vocab),
     without compressing (the tokens stay in the cache).
+
+    compress(press, kv_budget=None, compression_ratio=None) compresses the cache as it stands with
+    any press (a spec, a presses object or a ScorerPress): the compression step a session with that
+    press runs after its prefill. A full session prefilled then compressed keeps the same rows as a
+    session created with that press, and compressing again with a smaller budget shrinks it further.
+    The session keeps the last `query_window` (default 64) queries of every layer for this: a press
+    with a larger observation window needs a larger query_window, and h2o (which reads every query)
+    cannot be applied later. A cache that has already evicted keeps the moments it tracks: a press
+    that tracks others (momentkv after snapkv) raises ValueError. The press's NC setting holds for
+    the following steps; later steps compress with the session's own press; reset() restores it.
 
     Views: keys (n, d_k), values (n, d_v) float32 and positions (n,) int32 share the cache's
     memory and keep the session alive. The engine reallocates a head's rows whenever it appends
@@ -207,9 +220,10 @@ class Session:
     process; one session serves one call at a time (RuntimeError otherwise).
     """
 
-    def __init__(self, model, press="full", kv_budget=None, compression_ratio=None, ctx=0):
+    def __init__(self, model, press="full", kv_budget=None, compression_ratio=None, ctx=0, query_window=64):
         self.model = model
-        self._s = _momentkv.Session(model._m, _press_spec(press), kv_budget, compression_ratio, ctx)
+        self._s = _momentkv.Session(model._m, _press_spec(press), kv_budget, compression_ratio, ctx,
+                                    operator.index(query_window))
 
     def prefill(self, ids):
         """Feeds ids (in chunks of 512), compresses; returns the logits after the last one (n_vocab,)."""
@@ -226,6 +240,24 @@ class Session:
     def reset(self):
         """Drops every token and moment (a new sequence with the same press)."""
         self._s.reset()
+
+    def compress(self, press, kv_budget=None, compression_ratio=None):
+        """Compresses the cache now with `press` and its budget (exactly one of kv_budget,
+        compression_ratio, or a budget in the press; a ratio is a fraction of the n_past positions,
+        as in generate(); a head already within the budget is left as it is; "full" does nothing).
+        ValueError for a bad press or budget, an empty session, or a press the session cannot
+        apply later (see the class docstring); BufferError while cache views are alive."""
+        self._s.compress(_press_spec(press), kv_budget, compression_ratio)
+
+    @property
+    def compress_seconds(self):
+        """Seconds spent in compression steps (after prefills, decodes and compress()) since the
+        session was created or reset."""
+        return self._s.compress_seconds
+
+    @property
+    def query_window(self):
+        return self._s.query_window
 
     @property
     def n_past(self):

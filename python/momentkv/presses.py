@@ -8,7 +8,7 @@ canonical spec (every parameter spelled out), which `--press` accepts back uncha
 
     >>> from momentkv import presses
     >>> presses.SnapKV(window=16).spec
-    'snapkv:window=16,kernel=7,sinks=4,...'
+    'snapkv:window=16,kernel=auto,sinks=4,...'
     >>> [p["name"] for p in presses.list()]
     ['full', 'streaming_llm', 'h2o', 'snapkv', 'pyramidkv', 'adakv', 'momentkv']
 """
@@ -18,7 +18,10 @@ import math
 
 from . import _momentkv
 
-__all__ = ["Press", "ScorerPress", "Full", "StreamingLLM", "H2O", "SnapKV", "PyramidKV", "AdaKV", "MomentKV", "list"]
+__all__ = ["Press", "ScorerPress", "Full", "StreamingLLM", "H2O", "SnapKV", "PyramidKV", "AdaKV", "MomentKV", "list",
+           "pooling_kernel"]
+
+pooling_kernel = _momentkv.pooling_kernel  # kernel=auto's kernel for a budget: L/3 made odd, in [7, 31]
 
 # The kind of every parameter key (the engine's registry validates ranges and choices).
 _INT = {"window", "kernel", "sinks", "rounds", "budget", "decode_slack", "groups"}
@@ -33,6 +36,8 @@ def _format(press, key, value):
         if not isinstance(value, bool):
             raise TypeError(f"{press}: {key} must be a bool, got {type(value).__name__}")
         return "1" if value else "0"
+    if key == "kernel" and value == "auto":
+        return value  # the kernel tied to the budget (pooling_kernel)
     if key in _INT:
         if isinstance(value, bool) or not isinstance(value, int):
             raise TypeError(f"{press}: {key} must be an int, got {type(value).__name__}")
@@ -120,11 +125,12 @@ class H2O(Press):
 
 
 class SnapKV(Press):
-    """SnapKV: observation-window attention, max-pooled over `kernel` (odd) positions."""
+    """SnapKV: observation-window attention, max-pooled over `kernel` (odd) positions, or "auto"
+    (the default: tied to the layer's budget, see pooling_kernel)."""
 
     name = "snapkv"
 
-    def __init__(self, *, window: int = None, kernel: int = None, sinks: int = None, budget: int = None,
+    def __init__(self, *, window: int = None, kernel: "int | str" = None, sinks: int = None, budget: int = None,
                  ratio: float = None, decode_slack: int = None, nc: bool = None, groups: int = None,
                  clip: bool = None, means_only: bool = None):
         super().__init__(window=window, kernel=kernel, sinks=sinks, budget=budget, ratio=ratio,
@@ -136,7 +142,7 @@ class PyramidKV(Press):
 
     name = "pyramidkv"
 
-    def __init__(self, *, window: int = None, kernel: int = None, sinks: int = None, beta: float = None,
+    def __init__(self, *, window: int = None, kernel: "int | str" = None, sinks: int = None, beta: float = None,
                  budget: int = None, ratio: float = None, decode_slack: int = None, nc: bool = None,
                  groups: int = None, clip: bool = None, means_only: bool = None):
         super().__init__(window=window, kernel=kernel, sinks=sinks, beta=beta, budget=budget, ratio=ratio,
@@ -148,7 +154,7 @@ class AdaKV(Press):
 
     name = "adakv"
 
-    def __init__(self, *, scorer: str = None, safeguard: float = None, window: int = None, kernel: int = None,
+    def __init__(self, *, scorer: str = None, safeguard: float = None, window: int = None, kernel: "int | str" = None,
                  sinks: int = None, rounds: int = None, budget: int = None, ratio: float = None,
                  decode_slack: int = None, nc: bool = None, groups: int = None, clip: bool = None,
                  means_only: bool = None):
@@ -162,7 +168,7 @@ class MomentKV(Press):
 
     name = "momentkv"
 
-    def __init__(self, *, window: int = None, kernel: int = None, sinks: int = None, rounds: int = None,
+    def __init__(self, *, window: int = None, kernel: "int | str" = None, sinks: int = None, rounds: int = None,
                  alloc: str = None, safeguard: float = None, beta: float = None, variant: str = None,
                  budget: int = None, ratio: float = None, decode_slack: int = None, nc: bool = None,
                  groups: int = None, clip: bool = None, means_only: bool = None):
@@ -199,7 +205,8 @@ class ScorerPress:
         head's query group, oldest first (fewer than window early on);
       positions (n,) int32: the rows' token positions (increasing).
     If score() also takes a `query_positions` parameter it receives the queries' positions (n_obs,)
-    int32. Scores must be real and finite, or -inf; NaN, +inf, a wrong shape or a non-array raise.
+    int32. Before each call the engine sets self.layer_budget: the tokens per KV head the layer
+    being scored may keep (window included), e.g. for pooling_kernel(self.layer_budget). Scores must be real and finite, or -inf; NaN, +inf, a wrong shape or a non-array raise.
     reset(geometry) is called at the start of every sequence with a dict (n_layers, n_heads,
     n_kv_heads, head_dim_k, head_dim_v, group_size, scale = the softmax scale); the default keeps
     it as self.geometry.

@@ -47,6 +47,7 @@
 #include <thread>
 #include <vector>
 
+#include "compress_later.h"
 #include "core/error.h"
 #include "core/threading.h"
 #include "engine/generation.h"
@@ -57,6 +58,7 @@
 #include "kv/presses/allocation.h"
 #include "kv/presses/observation_window.h"
 #include "kv/presses/scorer_press.h"
+#include "kv/presses/snapkv.h"
 #include "model/chat_template.h"
 #include "model/model_config.h"
 #include "model/sampler.h"
@@ -132,6 +134,37 @@ mkv::MatmulPrecision parse_precision(const std::string& p) {
   throw py::value_error("precision must be \"exact\" or \"fast\", got \"" + p + "\"");
 }
 
+// ---- Press specs with budgets, in Python's words -------------------------------------------------
+//
+// The engine's budget rules (PressConfig), with every message naming the Python arguments
+// (kv_budget, compression_ratio) rather than the CLI's flags.
+
+constexpr mkv::BudgetNames kPythonBudget{"kv_budget", "compression_ratio"};
+
+std::optional<mkv::Budget> python_budget(std::optional<int64_t> kv_budget, std::optional<double> compression_ratio) {
+  return mkv::PressConfig::budget_from_flags(kv_budget, compression_ratio, kPythonBudget);
+}
+
+// Parses `spec` and applies kv_budget / compression_ratio (at most one); with require_budget, a
+// compressing press must end up with a budget. ValueError otherwise.
+mkv::PressConfig parse_press_spec(const std::string& spec, std::optional<int64_t> kv_budget,
+                                  std::optional<double> compression_ratio, bool require_budget) {
+  const std::optional<mkv::Budget> budget = python_budget(kv_budget, compression_ratio);
+  mkv::PressConfig c = mkv::PressConfig::parse(spec);
+  if (budget) {
+    if (c.is_full())
+      throw py::value_error("press 'full' keeps every token: kv_budget / compression_ratio need a compressing press");
+    if (c.budget())
+      throw py::value_error("press '" + c.name() + "': the budget is given twice (budget=/ratio= in the spec and "
+                            "kv_budget/compression_ratio); give one");
+    c = c.with_budget(*budget);
+  }
+  if (require_budget && !c.is_full() && !c.budget())
+    throw py::value_error("press '" + c.name() + "' needs a budget: give kv_budget=L (tokens per KV head) or "
+                          "compression_ratio=r, or budget=/ratio= in the spec");
+  return c;
+}
+
 // ---- Presses written in Python (momentkv.ScorerPress) ------------------------------------------
 //
 // A Python press is a mkv::ScorerPress around a PyScorer: the engine's selection, sinks/window
@@ -192,6 +225,9 @@ class PyScorer : public mkv::Scorer {
     py::handle(press_).attr("reset")(g);
   }
 
+  // The budget of the layer about to be scored: the press reads it as self.layer_budget.
+  void set_layer_budget(int32_t budget) override { layer_budget_ = budget; }
+
   // The last `window` observed queries per layer, kept as SnapKVScorer keeps them.
   void observe(int layer, int n_tokens, const float* q, const int32_t* positions, const mkv::KvCache&) override {
     observed_.observe(layer, n_tokens, q, positions);
@@ -208,6 +244,7 @@ class PyScorer : public mkv::Scorer {
     py::gil_scoped_acquire gil;
     InPythonPress in_press;
     const py::handle press(press_);
+    press.attr("layer_budget") = layer_budget_;
     const py::object fn = press.attr("score");
     py::array_t<int32_t> qpos(n_obs);
     std::copy_n(window.positions, n_obs, qpos.mutable_data());
@@ -277,6 +314,7 @@ class PyScorer : public mkv::Scorer {
   PyObject* press_;  // borrowed: the GenerationJob holds the reference
   int window_;
   bool query_positions_;
+  int32_t layer_budget_ = 0;  // set before every score()
   mkv::ObservationWindow observed_;
 };
 
@@ -312,8 +350,8 @@ PyPressConfig py_press_config(const py::object& press, std::optional<int64_t> kv
   // The budget: exactly one of the press's budget/ratio and generate's kv_budget/compression_ratio,
   // with the CLI's rules (MkvError -> ValueError).
   const auto own = mkv::PressConfig::budget_from_flags(o["budget"].cast<std::optional<int64_t>>(),
-                                                       o["ratio"].cast<std::optional<double>>());
-  const auto flags = mkv::PressConfig::budget_from_flags(kv_budget, compression_ratio);
+                                                       o["ratio"].cast<std::optional<double>>(), {"budget", "ratio"});
+  const auto flags = python_budget(kv_budget, compression_ratio);
   if (own && flags) throw bad("a budget is given twice (in the press and by kv_budget/compression_ratio)");
   if (!own && !flags) throw bad("needs a budget: kv_budget=L or compression_ratio=r (or budget=/ratio= in the press)");
   s.budget = own ? *own : *flags;
@@ -459,9 +497,7 @@ struct Model {
                             std::optional<double> compression_ratio, mkv::PressConfig& config,
                             std::optional<PyPressConfig>& py) {
     if (py::isinstance<py::str>(press)) {
-      config = mkv::PressConfig::parse(press.cast<std::string>(),
-                                       mkv::PressConfig::budget_from_flags(kv_budget, compression_ratio));
-      config.require_budget();
+      config = parse_press_spec(press.cast<std::string>(), kv_budget, compression_ratio, /*require_budget=*/true);
     } else {
       py = py_press_config(press, kv_budget, compression_ratio);
     }
@@ -669,6 +705,12 @@ class TextStream {
 // (session, layer, kv_head) handle: each property reads the cache as it is at that moment.
 // While a session computes (another thread, or a Python press's score() on this session) its
 // cache cannot be read and it cannot be called: RuntimeError.
+//
+// compress(press) runs another press's compression step on the cache as it stands (the step a
+// session with that press runs after its prefill): the session records the last query_window
+// queries of every layer (QueryRecorder, compress_later.h) and replays them into the new press
+// first, and copies a cache that has evicted nothing into one tracking that press's moments.
+// reset() brings the cache back to the session's own press's moments and NC.
 struct PySession {
   py::object model_ref;  // keeps the Model (transformer, tokenizer) alive
   Model& model;
@@ -676,14 +718,18 @@ struct PySession {
   std::optional<PyPressConfig> py_press;  // owns the Python press the PyScorer borrows
   std::unique_ptr<mkv::Press> press;
   std::unique_ptr<mkv::Session> session;
+  momentkv_python::QueryRecorder queries;  // the last query_window queries of every layer
   int64_t exports = 0;  // live CacheExports (numpy views of the cache); changed with the GIL held
   bool busy = false;    // a computation is running on this session (the GIL is released then)
 
   PySession(py::object model_obj, const py::object& press_obj, std::optional<int64_t> kv_budget,
-            std::optional<double> compression_ratio, int ctx)
+            std::optional<double> compression_ratio, int ctx, int query_window)
       : model_ref(std::move(model_obj)), model(model_ref.cast<Model&>()) {
     check_not_in_press();
     if (ctx < 0) throw py::value_error("ctx must be >= 0 (0: the model's context)");
+    if (query_window < 1)
+      throw py::value_error("query_window must be >= 1 (the last queries per layer kept for compress()), got " +
+                            std::to_string(query_window));
     if (ctx > model.n_ctx())
       throw py::value_error("ctx=" + std::to_string(ctx) + " is above the model's context of " +
                             std::to_string(model.n_ctx()));
@@ -692,6 +738,18 @@ struct PySession {
     mkv::SessionOptions so = model.session_options(press.get());
     so.n_ctx = ctx > 0 ? ctx : model.n_ctx();
     session = std::make_unique<mkv::Session>(*model.transformer, so);  // a Python press's reset() runs here
+    queries.reset(model.transformer->config(), query_window);
+  }
+
+  // Empties the session and brings its cache back to its own press's moments and NC (after a
+  // compress() with another press). Called with the GIL released, or while constructing.
+  void reset_engine() {
+    const mkv::MomentConfig own = press ? press->moment_config() : mkv::MomentConfig{};
+    if (!momentkv_python::same_moments(session->cache().moment_config(), own))
+      session->cache() = mkv::KvCache(session->cache().shape(), session->cache().storage(), own);
+    session->reset();
+    session->set_nc(press && press->nc());
+    queries.reset(model.transformer->config(), queries.window());
   }
 
   void check_readable() const {
@@ -728,13 +786,14 @@ struct PySession {
         SignalPoller poller(true);
         try {
           model.apply_settings();
-          session->set_observer(&poller);
+          queries.set_next(&poller);
+          session->set_observer(&queries);
           f();
           session->set_observer(nullptr);
         } catch (...) {
           session->set_observer(nullptr);
           try {
-            session->reset();
+            reset_engine();
           } catch (...) {
           }
           throw;
@@ -785,7 +844,45 @@ struct PySession {
 
   void reset() {
     check_mutable(0, "reset");
-    compute([&] { session->reset(); });
+    compute([&] { reset_engine(); });
+  }
+
+  // Compresses the cache now with `press_obj` (a spec or a momentkv.ScorerPress) and its budget;
+  // see the block comment above. Errors found before the computation change nothing.
+  void compress(const py::object& press_obj, std::optional<int64_t> kv_budget, std::optional<double> compression_ratio) {
+    check_mutable(0, "compress");
+    mkv::PressConfig config;
+    std::optional<PyPressConfig> py;
+    Model::resolve_press(press_obj, kv_budget, compression_ratio, config, py);
+    const std::string name = py ? std::string(py::str(py::type::handle_of(press_obj).attr("__qualname__")))
+                                : config.as_given();
+    if (session->n_past() == 0)
+      throw py::value_error("Session.compress: the session holds no tokens (prefill some first)");
+    if (!py && config.is_full()) return;  // keeps every token
+    const int read = py ? py->window : momentkv_python::queries_read(config);
+    if (read < 0)
+      throw py::value_error("Session.compress: press '" + name + "' scores with every query of the sequence, which a "
+                            "session does not keep; create the session with this press to use it");
+    if (read > queries.window() && session->n_past() > queries.window())
+      throw py::value_error("Session.compress: press '" + name + "' observes the last " + std::to_string(read) +
+                            " queries, this session keeps the last " + std::to_string(queries.window()) +
+                            " (create it with query_window=" + std::to_string(read) + ")");
+    std::unique_ptr<mkv::Press> p = Model::make_press(config, py);
+    const mkv::MomentConfig wanted = p->moment_config();
+    const mkv::MomentConfig& held = session->cache().moment_config();
+    const bool copy = !momentkv_python::same_moments(held, wanted);
+    if (copy && !momentkv_python::evicted_nothing(session->cache(), session->n_past()))
+      throw py::value_error("Session.compress: press '" + name + "' needs a cache that tracks " +
+                            momentkv_python::describe_moments(wanted) + "; this one tracks " +
+                            momentkv_python::describe_moments(held) + " and has already evicted tokens: compress it "
+                            "with a press that tracks the same, or reset() and prefill again");
+    const mkv::PressGeometry geometry = momentkv_python::press_geometry(model.transformer->config());
+    compute([&] {
+      if (copy) session->cache() = momentkv_python::with_moments(session->cache(), wanted);
+      p->reset(geometry);  // a Python press's reset() runs here
+      queries.replay(*p, session->cache());
+      session->compress_with(*p);
+    });
   }
 };
 
@@ -939,15 +1036,16 @@ PYBIND11_MODULE(_momentkv, m) {
       "parse_press",
       [](const std::string& spec, std::optional<int64_t> kv_budget, std::optional<double> compression_ratio,
          bool require_budget) {
-        const mkv::PressConfig c =
-            mkv::PressConfig::parse(spec, mkv::PressConfig::budget_from_flags(kv_budget, compression_ratio));
-        if (require_budget) c.require_budget();
+        const mkv::PressConfig c = parse_press_spec(spec, kv_budget, compression_ratio, require_budget);
         return py::make_tuple(c.name(), c.spec(), c.as_given());
       },
       py::arg("spec"), py::arg("kv_budget") = py::none(), py::arg("compression_ratio") = py::none(),
       py::arg("require_budget") = false,
-      "Validates a press spec like --press (with --kv-budget/--compression-ratio); returns (name, canonical "
-      "spec, spec as given). ValueError with the CLI's message when it is invalid.");
+      "Validates a press spec like --press (with kv_budget/compression_ratio as --kv-budget/--compression-ratio); "
+      "returns (name, canonical spec, spec as given). ValueError with the engine's message when it is invalid.");
+  m.def("pooling_kernel", &mkv::pooling_kernel, py::arg("budget"),
+        "The max-pool kernel that kernel=auto gives a layer budget of `budget` tokens per KV head "
+        "(L/3 made odd, in [7, 31]).");
   m.def("press_catalog", &press_catalog, "Every press with its parameters and defaults (momentkv presses).");
 
   py::class_<TextStream>(m, "TextStream")
@@ -981,12 +1079,16 @@ PYBIND11_MODULE(_momentkv, m) {
       .def("head", &PyCache::head, py::arg("layer"), py::arg("kv_head"));
 
   py::class_<PySession>(m, "Session")
-      .def(py::init<py::object, const py::object&, std::optional<int64_t>, std::optional<double>, int>(),
-           py::arg("model"), py::arg("press"), py::arg("kv_budget"), py::arg("compression_ratio"), py::arg("ctx"))
+      .def(py::init<py::object, const py::object&, std::optional<int64_t>, std::optional<double>, int, int>(),
+           py::arg("model"), py::arg("press"), py::arg("kv_budget"), py::arg("compression_ratio"), py::arg("ctx"),
+           py::arg("query_window"))
       .def("prefill", &PySession::prefill, py::arg("ids"))
       .def("decode", &PySession::decode, py::arg("token"))
       .def("evaluate", &PySession::evaluate, py::arg("ids"))
       .def("reset", &PySession::reset)
+      .def("compress", &PySession::compress, py::arg("press"), py::arg("kv_budget"), py::arg("compression_ratio"))
+      .def_property_readonly("compress_seconds", [](const PySession& s) { return s.session->compress_seconds(); })
+      .def_property_readonly("query_window", [](const PySession& s) { return s.queries.window(); })
       .def_property_readonly("n_past", [](const PySession& s) { return s.session->n_past(); })
       .def_property_readonly("n_ctx", [](const PySession& s) { return s.session->n_ctx(); })
       .def_property_readonly("cache", [](py::object self) { return PyCache{self}; });

@@ -10,7 +10,8 @@ def test_list_names_every_press():
     assert [p["name"] for p in catalog] == ["full", "streaming_llm", "h2o", "snapkv", "pyramidkv", "adakv",
                                             "momentkv"]
     snapkv = next(p for p in catalog if p["name"] == "snapkv")
-    assert {"key": "kernel", "default": "7", "help": "max-pool kernel over the scores (odd)"} in snapkv["params"]
+    assert {"key": "kernel", "default": "auto",
+            "help": "max-pool kernel over the scores (odd), or auto: L/3 made odd, in [7, 31]"} in snapkv["params"]
 
 
 def test_classes_take_exactly_the_catalog_parameters():

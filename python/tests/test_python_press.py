@@ -1,50 +1,18 @@
-"""Presses written in Python (momentkv.ScorerPress): a numpy SnapKV and a recency scorer keep the
-same generations as the built-in presses (with NC and the adaptive / pyramid allocations around
-them), bad scores and exceptions surface from generate(), and the overhead of the Python scorer
-is measured (printed, not asserted)."""
+"""Presses written in Python (momentkv.ScorerPress): a numpy SnapKV (examples/python_snapkv.py)
+and a recency scorer keep the same generations as the built-in presses (with NC and the adaptive /
+pyramid allocations around them), and bad scores and exceptions surface from generate(). The
+overhead of a Python scorer is measured by examples/bench_scorer.py (test_examples.py runs it)."""
 
-import time
+import sys
 
 import numpy as np
 import pytest
-from numpy.lib.stride_tricks import sliding_window_view
 
 import momentkv
-from conftest import NEEDLE_PROMPT
+from conftest import NEEDLE_PROMPT, REPO
 
-
-class PySnapKV(momentkv.ScorerPress):
-    """SnapKV's score (src/kv/presses/snapkv.cpp) in numpy: per query head of the group, the
-    softmax of each observed query over the rows it sees (causal inside the window), summed over
-    the window; max-pooled (kernel, stride 1, same padding) over the rows before the window;
-    mean over the group's query heads; rows inside the window get the head's maximum score."""
-
-    kernel = 7
-
-    def score(self, keys, values, queries, positions, layer, kv_head, query_positions):
-        n = len(positions)
-        n_obs, group, _ = queries.shape
-        scale = np.float32(self.geometry["scale"])
-        # Rows before the observation window, and the rows each observed query sees.
-        prefix = int(np.searchsorted(positions, query_positions[0] - 1, side="right")) if n_obs else n
-        visible = np.searchsorted(positions, query_positions, side="right")
-        half = self.kernel // 2
-        out = np.zeros(n, np.float32)
-        for h in range(group):
-            sums = np.zeros(n, np.float32)
-            logits = (queries[:, h, :] @ keys.T) * scale  # (n_obs, n) float32
-            for t in range(n_obs):
-                seen = visible[t]
-                if seen <= 0:
-                    continue
-                e = np.exp(logits[t, :seen] - logits[t, :seen].max())
-                norm = np.float32(1.0 / e.sum(dtype=np.float64))  # the engine sums exp in double
-                sums[:seen] += norm * e
-            if prefix:
-                padded = np.pad(sums[:prefix], half, constant_values=-np.inf)
-                out[:prefix] += sliding_window_view(padded, self.kernel).max(axis=1) / np.float32(group)
-        out[prefix:] = out[:prefix].max() if prefix else np.float32(1)
-        return out
+sys.path.insert(0, str(REPO / "examples"))
+from python_snapkv import PySnapKV  # noqa: E402 - SnapKV's score in numpy, the README's example
 
 
 class Recency(momentkv.ScorerPress):
@@ -231,51 +199,3 @@ def test_invalid_options(needle_model):
         Recency(nc=1)
     with pytest.raises(TypeError):
         gen(object(), kv_budget=16)
-
-
-# ---- overhead ----------------------------------------------------------------------------------
-
-def test_overhead_of_a_python_scorer(needle_model, needle_text):
-    """Times one compression pass (generate with max_tokens=1) of a ~1K- and a ~2K-token prompt:
-    full cache, built-in snapkv, the numpy SnapKV and a trivial Python scorer, best of 5 in this
-    process, plus the time spent inside the Python score() calls. Printed (pytest -s), not asserted."""
-    budget = 64
-
-    class Timed:
-        def __init__(self, press):
-            self.press, self.seconds, self.calls = press, 0.0, 0
-            inner = press.score
-
-            def score(*args, **kw):
-                t0 = time.perf_counter()
-                try:
-                    return inner(*args, **kw)
-                finally:
-                    self.seconds += time.perf_counter() - t0
-                    self.calls += 1
-            press.score = score
-            press.score.__signature__ = __import__("inspect").signature(inner)
-
-    def best(text, press, reps=5):
-        times = []
-        for _ in range(reps):
-            t0 = time.perf_counter()
-            needle_model.generate(text, 1, temperature=0, press=press, kv_budget=None if press == "full" else budget)
-            times.append(time.perf_counter() - t0)
-        return min(times)
-
-    for text in (needle_text, needle_text + "\n" + needle_text):
-        n_prompt = len(needle_model.tokenize(text))
-        best(text, "full", 1)  # warm-up
-        snap, rec = Timed(PySnapKV()), Timed(Recency())
-        t = {"full": best(text, "full"), "snapkv": best(text, "snapkv"), "PySnapKV": best(text, snap.press),
-             "Recency": best(text, rec.press)}
-        inside = {"PySnapKV": snap, "Recency": rec}
-        print(f"\n[python press overhead] prompt {n_prompt} tokens, kv_budget={budget}, generate(max_tokens=1), "
-              f"best of 5; model {snap.press.geometry}:")
-        for name, sec in t.items():
-            extra = "" if name == "full" else f"  ({(sec - t['snapkv']) * 1e3:+.1f} ms vs snapkv)"
-            if name in inside:
-                timed = inside[name]
-                extra += f"; inside score(): {timed.seconds / 5 * 1e3:.1f} ms over {timed.calls // 5} calls"
-            print(f"  {name:9s} {sec * 1e3:8.1f} ms{extra}")

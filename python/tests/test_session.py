@@ -32,7 +32,7 @@ def full(needle_model, prompt_ids):
 
 @pytest.fixture(scope="module")
 def compressed(needle_model, prompt_ids):
-    s = needle_model.session(press="momentkv:kernel=15", kv_budget=BUDGET)
+    s = needle_model.session(press="momentkv:alloc=uniform", kv_budget=BUDGET)
     s.prefill(prompt_ids)
     return s
 
@@ -77,7 +77,7 @@ def greedy(session, ids, n):
     return out
 
 
-@pytest.mark.parametrize("press", ["full", "momentkv:kernel=15", presses.SnapKV(window=16)])
+@pytest.mark.parametrize("press", ["full", "momentkv:alloc=uniform", presses.SnapKV(window=16)])
 def test_greedy_session_equals_generate(press, needle_model, prompt_ids):
     # generate() equals `momentkv generate` (test_model.py): the session runs the same steps.
     kv_budget = None if press == "full" else BUDGET
@@ -88,7 +88,7 @@ def test_greedy_session_equals_generate(press, needle_model, prompt_ids):
 
 def test_bytes_held_equal_cli(cli, compressed, prompt_ids):
     r = subprocess.run([cli, "generate", "-m", str(NEEDLE_MODEL), "-f", str(NEEDLE_PROMPT), "-n", "1", "--temp", "0",
-                        "--press", "momentkv:kernel=15", "--kv-budget", str(BUDGET)],
+                        "--press", "momentkv:alloc=uniform", "--kv-budget", str(BUDGET)],
                        check=True, capture_output=True, text=True)
     held = re.search(r"kv cache after the prompt: (\d+) bytes held", r.stderr)
     assert held, r.stderr
@@ -212,7 +212,7 @@ def test_python_press_in_a_session(needle_model, prompt_ids):
 
 def test_ctrl_c_interrupts_a_prefill():
     model = momentkv.Model(NEEDLE_MODEL, ctx=9000)
-    s = model.session(press="momentkv", kv_budget=64)
+    s = model.session(press="momentkv:alloc=uniform", kv_budget=64)
     ids = [1] + [400 + i % 100 for i in range(7999)]  # seconds of prefill
     timer = threading.Timer(0.2, _thread.interrupt_main)
     start = time.monotonic()

@@ -48,6 +48,13 @@ void Session::compress(CompressReason reason) {
   compress_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
+void Session::compress_with(Press& press) {
+  cache_.set_nc(press.nc());
+  const auto start = std::chrono::steady_clock::now();
+  press.compress(cache_, CompressReason::AfterPrefill);
+  compress_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
 void Session::run(std::span<const int32_t> tokens, float* out, bool all_logits, bool compress_chunks) {
   const auto n = static_cast<int64_t>(tokens.size());
   MKV_CHECK(n > 0, "nothing to evaluate: empty token list");

@@ -45,6 +45,11 @@ class Session : private ForwardObserver {
   void set_nc(bool enabled) { cache_.set_nc(enabled); }
   Transformer& model() { return model_; }
   void set_observer(ForwardObserver* observer) { observer_ = observer; }
+  // Compresses the cache now with `press` instead of the session's own, as after a prefill, and
+  // turns NC on or off as that press says (on-demand compression). The caller has reset `press`
+  // for this model and let it observe the queries it scores with; the cache must track the
+  // moments press.moment_config() asks for. Counted in compress_seconds().
+  void compress_with(Press& press);
   // Wall-clock seconds spent in the press's compression passes since construction or reset().
   double compress_seconds() const { return compress_seconds_; }
   void reset();
