@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "eval/report/result_records.h"
 #include "eval/report/score_report.h"
+#include "sweep/shard_coverage.h"
 
 namespace mkv::cli {
 namespace fs = std::filesystem;
@@ -51,6 +52,9 @@ int run_report(const ReportOptions& o) {
   MKV_CHECK(!o.folders.empty(), "report: give at least one result folder");
   std::vector<fs::path> found;
   for (const auto& f : o.folders) collect(f, found);
+  // A folder reached twice (a root and a folder inside it, or one root given twice) counts once.
+  std::set<fs::path> seen;
+  std::erase_if(found, [&](const fs::path& p) { return !seen.insert(fs::weakly_canonical(p)).second; });
   // Unfinished runs (run.json, no scores yet) are reported as such and left out; the finished
   // runs beside them are still reported.
   std::vector<fs::path> folders;
@@ -65,6 +69,7 @@ int run_report(const ReportOptions& o) {
   }
   MKV_CHECK(!folders.empty(), "report: no finished runs in {} (only unfinished ones, skipped above)",
             fmt::join(o.folders, ", "));
+  for (const std::string& warning : sweep::check_shard_coverage(folders)) fmt::print(stderr, "warning: {}\n", warning);
   const auto records = eval::report::merge_result_folders(folders);
   MKV_CHECK(!records.empty(), "report: the folders hold no scores");
   const std::string table = eval::report::markdown_table(records);

@@ -248,3 +248,20 @@ struct ServeOptions {
 int run_serve(const ServeOptions& options);
 
 }  // namespace mkv::cli
+
+namespace mkv::cli {
+
+// momentkv sweep submit | status | run: one sweep file (src/sweep/sweep_spec.h) on Slurm or locally.
+struct SweepOptions {
+  std::string file;         // the sweep file (JSON)
+  bool dry_run = false;     // submit --dry-run: print the array script, submit nothing
+  std::string only;         // submit/run --only failed|unfinished: a subset by state
+  std::string array;        // submit/run --array LIST: these task indices ("0-3,5")
+  bool json = false;        // status --json
+  int local = 0;            // run --local N: parallel processes
+};
+int run_sweep_submit(const SweepOptions& options);
+int run_sweep_status(const SweepOptions& options);
+int run_sweep_run(const SweepOptions& options);
+
+}  // namespace mkv::cli

@@ -286,6 +286,26 @@ int main(int argc, char** argv) {
   report_cmd->add_option("folders", rep.folders, "result folders (searched recursively)")->required();
   report_cmd->add_option("-o,--output", rep.output_dir, "write report.md and SVG plots here");
 
+  SweepOptions sw;
+  auto* sweep_cmd = app.add_subcommand("sweep", "a sweep file (models x presses x budgets x shards) as a Slurm array job, "
+                                                "or locally: sweep submit | status | run");
+  sweep_cmd->require_subcommand(1);
+  auto* sweep_submit = sweep_cmd->add_subcommand("submit", "write the Slurm array script (one task per config and shard) "
+                                                           "and sbatch it; again to resume");
+  auto* sweep_status = sweep_cmd->add_subcommand("status", "done / running / failed / pending per task, from the result "
+                                                           "folders (and squeue/sacct when installed)");
+  auto* sweep_run = sweep_cmd->add_subcommand("run", "run the sweep's tasks without Slurm, N processes at a time");
+  for (auto* cmd : {sweep_submit, sweep_status, sweep_run})
+    cmd->add_option("file", sw.file, "sweep file (JSON; see docs/SWEEPS.md)")->required();
+  sweep_submit->add_flag("--dry-run", sw.dry_run, "print the array script and the sbatch command; submit nothing");
+  for (auto* cmd : {sweep_submit, sweep_run}) {
+    cmd->add_option("--only", sw.only, "only tasks in this state: failed | unfinished (failed, or pending and not queued)")
+        ->check(CLI::IsMember({"failed", "unfinished"}));
+    cmd->add_option("--array", sw.array, "only these task indices, e.g. 0-3,5");
+  }
+  sweep_status->add_flag("--json", sw.json, "machine-readable output");
+  sweep_run->add_option("--local", sw.local, "parallel processes (child processes of this binary)")->required();
+
   std::vector<std::string> names;
   for (const auto* sub : app.get_subcommands({})) names.push_back(sub->get_name());
   if (argc > 1 && argv[1][0] != '-' && std::find(names.begin(), names.end(), argv[1]) == names.end()) {
@@ -330,6 +350,9 @@ int main(int argc, char** argv) {
     if (eval_ruler->parsed()) return run_eval_ruler(er);
     if (eval_longbench->parsed()) return run_eval_longbench(elb);
     if (report_cmd->parsed()) return run_report(rep);
+    if (sweep_submit->parsed()) return run_sweep_submit(sw);
+    if (sweep_status->parsed()) return run_sweep_status(sw);
+    if (sweep_run->parsed()) return run_sweep_run(sw);
     if (presses->parsed()) {
       fmt::print("{}", mkv::press_help());
       return 0;

@@ -5,7 +5,7 @@
 #   3. the Python module's pytest tests (python/tests, against the module built in build/);
 #   4. every test of the default Release build with ctest (its summary is the last line).
 # The server tests' clients (Debian's nodejs, npm, chromium; npm packages pinned in tests/serve/node,
-# installed into a cache folder) are set up first.
+# installed into a cache folder) and the sweep test's Slurm (slurm-wlm, munge) are set up first.
 # Shared assets are read from ../shared/assets (or $MOMENTKV_ASSETS); tests needing them skip
 # with a message when absent.
 set -euo pipefail
@@ -22,10 +22,12 @@ npm_dir="${MOMENTKV_NPM_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/momentkv/npm}"
 test_clients=()
 command -v npm >/dev/null || test_clients+=(nodejs npm)
 command -v chromium >/dev/null || test_clients+=(chromium)
+# The Slurm sweep test starts a single-node cluster of its own (tests/sweep/slurm_cluster.sh).
+{ [ -x /usr/sbin/slurmctld ] && [ -x /usr/sbin/munged ]; } || test_clients+=(slurm-wlm munge)
 if ((${#test_clients[@]})); then
   SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
   { $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${test_clients[@]}" >/dev/null; } ||
-    echo "test: ${test_clients[*]} could not be installed; the server tests that need them will skip" >&2
+    echo "test: ${test_clients[*]} could not be installed; the tests that need them will skip" >&2
 fi
 if command -v npm >/dev/null && ! cmp -s tests/serve/node/package-lock.json "$npm_dir/package-lock.json"; then
   mkdir -p "$npm_dir"

@@ -124,6 +124,18 @@ class CliFuzz : public ::testing::Test {
     write(dir_ / "d2p_field.json", R"({"qasper": "{nosuchfield}"})");
     write(dir_ / "d2m_neg.json", R"({"qasper": -5})");
     write(dir_ / "d2m_huge.json", R"({"qasper": 99999999999})");
+    // sweep files (their models and data relative to the file's folder)
+    write(dir_ / "sw.jsonl", R"({"index": 0, "input": "hello", "outputs": ["x"], "length": 10})" "\n"
+                             R"({"index": 1, "input": "there", "outputs": ["y"], "length": 10})" "\n");
+    const std::string sweep_head = R"({"name": "fz", "models": ["tiny.gguf"], "benchmark": {"name": "ruler", "data": ["sw.jsonl"]}, )";
+    write(dir_ / "sw_ok.json", sweep_head + R"("presses": ["snapkv", "full"], "budgets": [16], "shards": 2, "output": "sw_out"})");
+    write(dir_ / "sw_types.json", sweep_head + R"("presses": "snapkv", "budgets": [16.5], "shards": "2", "output": 3})");
+    write(dir_ / "sw_unknown.json", sweep_head + R"("presses": ["snapkv"], "budget": [16], "output": "sw_out"})");
+    write(dir_ / "sw_press.json", sweep_head + R"("presses": ["snapkv:windw=3"], "budgets": [16], "output": "sw_out"})");
+    write(dir_ / "sw_budget.json", sweep_head + R"("presses": ["snapkv"], "budgets": [0, -4], "output": "sw_out"})");
+    write(dir_ / "sw_shards.json", sweep_head + R"("presses": ["snapkv"], "budgets": [16], "shards": 99, "output": "sw_out"})");
+    write(dir_ / "sw_model.json", R"({"models": ["garbage.gguf"], "benchmark": {"name": "ruler", "data": ["sw.jsonl"]}, "presses": ["full"], "output": "o"})");
+    write(dir_ / "sw_trunc.json", sweep_head);
     // report folders
     fs::create_directories(dir_ / "rep_ok" / "a");
     write(dir_ / "rep_ok" / "a" / "run.json", R"({"model": "m", "press": "snapkv", "budget": 64})");
@@ -370,6 +382,16 @@ class CliFuzz : public ::testing::Test {
                        {"-o", p("adir"), Expect::Fail}},
                       });
     }
+    // Sweep files are the positional argument: generate_cases gives each bad file its own case.
+    cmds.push_back({"sweep submit",
+                    {"sweep", "submit", p("sw_ok.json"), "--dry-run"},
+                    {{"--only", "nope", Expect::Fail},    {"--array", "9-1", Expect::Fail},
+                     {"--array", "x", Expect::Fail},      {"--array", "0,99", Expect::Fail},
+                     {"--only", "failed", Expect::Either}, {"--array", "1", Expect::Either},
+                     {"", "--no-such-flag", Expect::Fail}, {"", p("sw_ok.json"), Expect::Fail}}});
+    cmds.push_back({"sweep status",
+                    {"sweep", "status", p("sw_ok.json"), "--json"},
+                    {{"", "--no-such-flag", Expect::Fail}, {"", p("sw_ok.json"), Expect::Fail}}});
     cmds.push_back({"presses", {"presses"}, {{"", "extra", Expect::Fail}, {"", "--no-such-flag", Expect::Fail}}});
     return cmds;
   }
@@ -382,6 +404,13 @@ class CliFuzz : public ::testing::Test {
     cases.push_back({{}, Expect::Fail});
     cases.push_back({{"eval"}, Expect::Fail});
     cases.push_back({{"report", p("rep_unfinished")}, Expect::Fail});  // a warning, then the error
+    for (const char* file : {"sw_types.json", "sw_unknown.json", "sw_press.json", "sw_budget.json", "sw_shards.json",
+                             "sw_model.json", "sw_trunc.json", "missing.json", "empty.txt", "adir", "utf8.txt"})
+      for (const char* verb : {"submit", "status", "run"}) cases.push_back({{"sweep", verb, p(file)}, Expect::Fail});
+    cases.push_back({{"sweep", "submit", "/dev/zero", "--dry-run"}, Expect::Fail});
+    cases.push_back({{"sweep", "run", p("sw_ok.json"), "--local", "0"}, Expect::Fail});
+    cases.push_back({{"sweep", "run", p("sw_ok.json"), "--local", "-2"}, Expect::Fail});
+    cases.push_back({{"sweep"}, Expect::Fail});
     const std::vector<Command> cmds = commands();
     for (const Command& c : cmds) {
       cases.push_back({c.base, Expect::Pass});

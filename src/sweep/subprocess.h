@@ -1,0 +1,33 @@
+// Starting other programs without a shell (arguments passed as they are): the Slurm tools
+// (sbatch, squeue, sacct) with their output captured, and the local runner's eval processes.
+#pragma once
+
+#include <sys/types.h>
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace mkv::sweep {
+
+// The program's full path when `name` is on $PATH (or is a path to an executable); nullopt otherwise.
+std::optional<std::filesystem::path> find_program(const std::string& name);
+
+struct CommandResult {
+  int exit_code = -1;   // 128+N when killed by signal N; 127 when it could not be started
+  std::string out, err;
+};
+// Runs argv[0] (looked up on $PATH) and waits; stdout and stderr captured (each up to 16 MiB).
+CommandResult run_command(const std::vector<std::string>& argv);
+
+// Starts `program` with `args` in the background, stdin from /dev/null and stdout + stderr
+// appended to `log`; descriptors without close-on-exec (a task lock) are inherited. Returns the
+// pid; MkvError when it cannot be started.
+pid_t spawn_logged(const std::filesystem::path& program, const std::vector<std::string>& args,
+                   const std::filesystem::path& log);
+
+// Exit status of a waitpid() status word: the exit code, or 128+N for signal N.
+int exit_status(int wait_status);
+
+}  // namespace mkv::sweep
