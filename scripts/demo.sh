@@ -3,10 +3,9 @@
 # long-context model models/stories-needle-2k.gguf (or $MOMENTKV_MODEL; extra flags are passed to
 # generate and kl): one long needle prompt answered with the full cache, StreamingLLM, SnapKV and
 # MomentKV keeping 64 tokens per KV head, with the cache bytes each keeps; needle retrieval in
-# 2K-token prompts with the full cache and with SnapKV and MomentKV keeping 64 tokens per KV head
-# (score pooling kernel 15: this model writes a 7-digit value as 8 tokens, see
-# models/MODEL_CARD.md); then the KL of SnapKV and MomentKV against the full cache at 32 tokens on
-# the repository's own text ($MOMENTKV_TEXT to change it).
+# 2K-token prompts of the held-out test split with the full cache and with Ada-KV and MomentKV
+# keeping 64 tokens per KV head, every press at its defaults; then the KL of SnapKV and MomentKV
+# against the full cache at 32 tokens on the repository's own text ($MOMENTKV_TEXT to change it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh build
@@ -18,7 +17,7 @@ if [[ "$model" == models/stories-needle-2k.gguf ]]; then
   prompt=tests/engine/data/trained_model_needle.txt
   echo "== one long prompt ($prompt), greedy, 64 tokens per KV head: the answer and the KV cache kept" >&2
   printf '| press | answer | KV bytes after the prompt | share of the full cache |\n|---|---|---|---|\n'
-  for press in full streaming_llm snapkv:kernel=15 momentkv:kernel=15; do
+  for press in full streaming_llm snapkv momentkv; do
     flags=(); [[ $press == full ]] || flags=(--press "$press" --kv-budget 64)
     err=$(mktemp)
     reply=$(build/momentkv generate -m "$model" -f "$prompt" -n 8 --temp 0 "${flags[@]}" "$@" 2>"$err" |
@@ -33,10 +32,10 @@ else
   build/momentkv generate -m "$model" -p "Once upon a time" -n 96 --temp 0 --press momentkv --kv-budget 32 "$@"
 fi
 if [[ "$model" == models/stories-needle-2k.gguf ]]; then
-  echo "== needle retrieval, 30 held-out 2K-token prompts (models/eval/own_niah_single.jsonl), 64 tokens per KV head" >&2
+  echo "== needle retrieval, 30 held-out 2K-token prompts (models/eval/test/own_niah_single.jsonl), 64 tokens per KV head" >&2
   out=$(mktemp -d)
-  build/momentkv eval ruler -m "$model" --data models/eval/own_niah_single.jsonl --press full --press snapkv:kernel=15 \
-    --press momentkv:kernel=15 --budgets 64 --chat-template none -o "$out" >/dev/null
+  build/momentkv eval ruler -m "$model" --data models/eval/test/own_niah_single.jsonl --press full --press adakv \
+    --press momentkv --budgets 64 --chat-template none -o "$out" >/dev/null
   build/momentkv report "$out" -o "$out/report" >/dev/null
   grep '^|' "$out/report/report.md"
   rm -rf "$out"

@@ -22,8 +22,8 @@ import random
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from tasks import (BOS, LETTERS, TaskGenerator, heldout_corpus, needle_of_many, needle_prompt,  # noqa: E402
-                   question_all)
+from tasks import (BOS, TaskGenerator, heldout_corpus, needle_of_many, needle_prompt, question_all,  # noqa: E402
+                   variable_chain)
 
 TOKENS_TO_GENERATE = {"niah": 128, "vt": 30}  # what `momentkv eval ruler` generates per task name
 SPLIT_SEEDS = {"dev": 3001, "test": 4001}       # never used by the trainer (train.py: 1234 and up)
@@ -62,14 +62,7 @@ def multivalue_row(corpus, rng, length, depth):
 
 
 def vt_row(corpus, rng, length, depth):
-    value = str(rng.randrange(10_000, 100_000))
-    count, names = rng.randint(3, 5), []
-    while len(names) < count:
-        name = "".join(rng.choice(LETTERS) for _ in range(5))
-        if name not in names:
-            names.append(name)
-    chain = [f"VAR {names[0]} = {value}."] + [f"VAR {b} = VAR {a}." for a, b in zip(names, names[1:])]
-    tail = f"Find all variables that are assigned the value {value} in the text above. They are:"
+    names, chain, tail = variable_chain(rng)
     text, ids = hidden_prompt(corpus, rng, length, depth, chain, tail)
     return text, names, ids
 

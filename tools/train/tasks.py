@@ -194,15 +194,9 @@ class TaskGenerator:
         return self.assemble(rng, length, items + [(question_all(kind, key), " " + ", ".join(values) + ".")], 1)
 
     def variable_tracking(self, rng, length):
-        value = str(rng.randrange(10_000, 100_000))
-        count, names = rng.randint(3, 5), []
-        while len(names) < count:
-            name = "".join(rng.choice(LETTERS) for _ in range(5))
-            if name not in names:
-                names.append(name)
-        items = [(f"VAR {names[0]} = {value}.", None)] + [(f"VAR {b} = VAR {a}.", None) for a, b in zip(names, names[1:])]
-        asked = (f"Find all variables that are assigned the value {value} in the text above. They are:",
-                 " " + " ".join(names) + ".")
+        names, chain, question_text = variable_chain(rng)
+        items = [(statement, None) for statement in chain]
+        asked = (question_text, " " + " ".join(names) + ".")
         return self.assemble(rng, length, items + [asked], 1)
 
     def assemble(self, rng, length, items, n_tail):
@@ -238,6 +232,19 @@ class TaskGenerator:
             _, pad = self.corpus.haystack(rng, length - len(ids))
             ids += [t for s in pad for t in s]
         return Sample(ids[:length], (mask + [0] * length)[:length])
+
+
+def variable_chain(rng):
+    """A variable-tracking chain: a 5-digit value assigned to the first of 3-5 random 5-letter
+    names, each next name assigned the previous one. Returns (names, statements, question)."""
+    value = str(rng.randrange(10_000, 100_000))
+    count, names = rng.randint(3, 5), []
+    while len(names) < count:
+        name = "".join(rng.choice(LETTERS) for _ in range(5))
+        if name not in names:
+            names.append(name)
+    chain = [f"VAR {names[0]} = {value}."] + [f"VAR {b} = VAR {a}." for a, b in zip(names, names[1:])]
+    return names, chain, f"Find all variables that are assigned the value {value} in the text above. They are:"
 
 
 def needle_prompt(corpus, rng, length, depth, n_needles, kind="number"):
