@@ -13,9 +13,11 @@
 
 namespace mkv::cli {
 
+constexpr int kMaxSlots = 32;  // -np: each slot holds one of the server's 64 connection workers and a session
+
 int run_serve(const ServeOptions& o) {
   MKV_CHECK(o.port >= 0 && o.port <= 65535, "--port must be in [0, 65535] (0 = any free port), got {}", o.port);
-  MKV_CHECK(o.parallel == 1, "-np {}: this version serves one request at a time; give -np 1", o.parallel);
+  MKV_CHECK(o.parallel >= 1 && o.parallel <= kMaxSlots, "-np must be in [1, {}], got {}", kMaxSlots, o.parallel);
   MKV_CHECK(o.timeout_seconds > 0, "--timeout must be positive (seconds), got {}", o.timeout_seconds);
   // Signals are taken by one thread (sigwait) rather than a handler: blocked here, before any
   // thread starts, so that every thread inherits the mask.
@@ -38,6 +40,9 @@ int run_serve(const ServeOptions& o) {
   so.press = o.press;
   so.budget = o.budget;
   so.session = session_options(o.model, m, o.compress_each_chunk);
+  so.parallel = o.parallel;
+  MKV_CHECK(o.parallel <= m.transformer->max_batch(), "-np {} is above the batch size -ub {}: a decode batch holds one "
+            "token per slot", o.parallel, m.transformer->max_batch());
   serve::Server server(*m.transformer, *m.tokenizer, so);
   const int port = server.bind();
   fmt::print(stderr, "momentkv serve: listening on http://{}:{} (model {}, press {}{})\n", o.host, port, so.model_name,

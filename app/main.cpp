@@ -272,7 +272,7 @@ int main(int argc, char** argv) {
   add_model_flags(*serve_cmd, srv.model);
   serve_cmd->add_option("--host", srv.host, "address to listen on")->capture_default_str();
   serve_cmd->add_option("--port", srv.port, "port (0 = any free port, printed at start)")->capture_default_str();
-  serve_cmd->add_option("--parallel", srv.parallel, "requests served at once (-np; this version: 1)")->capture_default_str();
+  serve_cmd->add_option("--parallel", srv.parallel, "slots: requests generating at once, their decode steps batched (-np)")->capture_default_str();
   serve_cmd->add_option("--api-key", srv.api_key, "require 'Authorization: Bearer KEY' (default: $MOMENTKV_API_KEY)");
   serve_cmd->add_option("--timeout", srv.timeout_seconds, "connection read/write timeout in seconds")->capture_default_str();
   serve_cmd->add_option("--chat-template", srv.chat_template, "override the model's template: llama3 | chatml | qwen3");

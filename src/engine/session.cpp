@@ -66,8 +66,14 @@ void Session::run(std::span<const int32_t> tokens, float* out, bool all_logits, 
     std::iota(positions_.begin(), positions_.begin() + chunk, n_past_);
     // Every chunk of a last-row-only run overwrites `out`; the final chunk's row remains.
     float* chunk_out = all_logits ? out + start * n_vocab : out;
-    model_.forward(tokens.subspan(start, chunk), std::span<const int32_t>(positions_.data(), chunk), cache_,
-                   chunk_out, all_logits, this);
+    const auto pass = [&] {
+      model_.forward(tokens.subspan(start, chunk), std::span<const int32_t>(positions_.data(), chunk), cache_,
+                     chunk_out, all_logits, this);
+    };
+    if (options_.runner)
+      options_.runner->exclusive(pass);
+    else
+      pass();
     n_past_ += chunk;
     if (compress_chunks) compress(CompressReason::AfterChunk);
   }
@@ -80,6 +86,16 @@ std::span<const float> Session::prefill(std::span<const int32_t> tokens) {
 }
 
 std::span<const float> Session::decode(int32_t token) {
+  if (options_.runner) {  // batched with the other sessions' steps
+    const int n_vocab = model_.config().n_vocab;
+    MKV_CHECK(token >= 0 && token < n_vocab, "token id {} is outside the vocabulary (0..{})", token, n_vocab - 1);
+    MKV_CHECK(n_past_ + 1 <= n_ctx_, "context is full: {} positions held + 1 new > context size {} (raise -c)",
+              n_past_, n_ctx_);
+    options_.runner->decode({token, n_past_, &cache_, this, logits_.data()});
+    n_past_ += 1;
+    compress(CompressReason::AfterDecodeStep);
+    return logits_;
+  }
   run(std::span<const int32_t>(&token, 1), logits_.data(), /*all_logits=*/false, /*compress_chunks=*/false);
   compress(CompressReason::AfterDecodeStep);
   return logits_;

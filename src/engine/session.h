@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "kv/kv_cache.h"
+#include "engine/model_runner.h"
 #include "kv/press.h"
 #include "model/transformer.h"
 
@@ -19,6 +20,8 @@ struct SessionOptions {
   KvStorage kv_storage = KvStorage::F32;
   Press* press = nullptr;               // KV compression (not owned); nullptr = full cache
   bool compress_each_chunk = false;     // also compress after every prefill chunk (bounded memory)
+  ModelRunner* runner = nullptr;        // shared with other sessions of the model (not owned): every
+                                        // forward pass runs on it, decode steps batched; null = here
 };
 
 // Hooks: the press observes every layer's queries; it compresses after each prefill chunk (when

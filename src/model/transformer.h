@@ -25,6 +25,14 @@ class ForwardObserver {
                           const KvCache& cache) = 0;
 };
 
+// One sequence's rows of a batch: rows [first, first + count) attend to (and are appended to)
+// their own cache; the observer (may be null) sees that sequence's queries.
+struct BatchSegment {
+  KvCache* cache = nullptr;
+  ForwardObserver* observer = nullptr;
+  int first = 0, count = 0;
+};
+
 class Transformer {
  public:
   // Binds the weights of `file` (which must outlive this object).
@@ -39,9 +47,21 @@ class Transformer {
   void forward(std::span<const int32_t> tokens, std::span<const int32_t> positions, KvCache& cache,
                float* logits, bool all_logits, ForwardObserver* observer = nullptr);
 
+  // One decode step of several sequences in one pass over the weights: row i is token i at
+  // positions[i] of the sequence whose cache is caches[i] (observers[i] may be null). logits:
+  // (n, n_vocab). Each row's logits are bitwise those forward() gives that sequence alone.
+  void forward_decode_batch(std::span<const int32_t> tokens, std::span<const int32_t> positions,
+                            std::span<KvCache* const> caches, std::span<ForwardObserver* const> observers,
+                            float* logits);
+
  private:
-  void attention_block(int layer, int n, const int32_t* positions, KvCache& cache, ForwardObserver* observer);
-  void ffn_block(int layer, int n);
+  // The layers over the n rows in x_, sequence by sequence where the cache is involved.
+  // row_invariant: every product gives each row what it would give that row alone.
+  void run_layers(int n, const int32_t* positions, std::span<const BatchSegment> segments, bool row_invariant);
+  void attention_block(int layer, int n, const int32_t* positions, std::span<const BatchSegment> segments,
+                       bool row_invariant);
+  void ffn_block(int layer, int n, bool row_invariant);
+  void embed(std::span<const int32_t> tokens);
 
   ModelConfig config_;
   ModelWeights weights_;

@@ -13,6 +13,7 @@
 
 #include "core/error.h"
 #include "engine/generation.h"
+#include "engine/model_runner.h"
 #include "serve/openai_api.h"
 #include "serve/web_page.h"
 
@@ -44,36 +45,48 @@ class HttpServer : public httplib::Server {
   int listening_socket() const { return svr_sock_; }
 };
 
-// The slot: one sequence at a time, granted in arrival order (a plain mutex lets a late request
-// overtake waiting ones again and again). Holding a Turn holds the slot.
-class FifoSlot {
+// The slots: `count` sequences at a time, granted in arrival order (a plain semaphore lets a late
+// request overtake waiting ones again and again). Holding a Turn holds a slot.
+class FifoSlots {
  public:
+  explicit FifoSlots(int count) : free_(count) {}
+
   class Turn {
    public:
-    explicit Turn(FifoSlot& slot) : slot_(slot) {
-      std::unique_lock lock(slot_.mutex_);
-      const uint64_t ticket = slot_.next_ticket_++;
-      slot_.changed_.wait(lock, [&] { return slot_.serving_ == ticket; });
+    explicit Turn(FifoSlots& slots) : slots_(slots) {
+      std::unique_lock lock(slots_.mutex_);
+      const uint64_t ticket = slots_.next_ticket_++;
+      slots_.changed_.wait(lock, [&] { return slots_.admitted_ == ticket && slots_.free_ > 0; });
+      ++slots_.admitted_;
+      --slots_.free_;
+      lock.unlock();
+      slots_.changed_.notify_all();  // the next ticket may take another free slot
     }
     ~Turn() {
       {
-        std::lock_guard lock(slot_.mutex_);
-        ++slot_.serving_;
+        std::lock_guard lock(slots_.mutex_);
+        ++slots_.free_;
       }
-      slot_.changed_.notify_all();
+      slots_.changed_.notify_all();
     }
     Turn(const Turn&) = delete;
     Turn& operator=(const Turn&) = delete;
 
    private:
-    FifoSlot& slot_;
+    FifoSlots& slots_;
   };
 
+  int busy(int count) const {
+    std::lock_guard lock(mutex_);
+    return count - free_;
+  }
+
  private:
-  std::mutex mutex_;
+  mutable std::mutex mutex_;
   std::condition_variable changed_;
+  int free_;                  // slots not held
   uint64_t next_ticket_ = 0;  // the ticket the next request draws
-  uint64_t serving_ = 0;      // the ticket that holds the slot
+  uint64_t admitted_ = 0;     // tickets that got a slot (in order)
 };
 
 }  // namespace
@@ -83,7 +96,8 @@ struct Server::State {
   const Tokenizer& tokenizer;
   ServerOptions options;
   int n_ctx;
-  FifoSlot slot;                       // one sequence at a time, in arrival order
+  FifoSlots slots;                     // options.parallel sequences at a time, in arrival order
+  ModelRunner runner;                  // every forward pass; the slots' decode steps batched
   std::atomic<uint64_t> request_count{0};
   // /metrics counters
   std::atomic<int64_t> requests_total{0}, prompt_tokens_total{0}, completion_tokens_total{0};
@@ -92,7 +106,8 @@ struct Server::State {
 
   State(Transformer& m, const Tokenizer& t, ServerOptions o)
       : model(m), tokenizer(t), options(std::move(o)),
-        n_ctx(options.session.n_ctx > 0 ? options.session.n_ctx : m.config().context_length) {}
+        n_ctx(options.session.n_ctx > 0 ? options.session.n_ctx : m.config().context_length),
+        slots(options.parallel), runner(m, options.parallel) {}
 
   // The prompt tokens of a request; ApiError when it is empty or does not fit the context.
   std::vector<int32_t> prompt_tokens(const CompletionRequest& r) const {
@@ -121,6 +136,8 @@ struct Server::State {
     SessionOptions so = options.session;
     so.n_ctx = n_ctx;
     so.press = press.get();
+    so.runner = &runner;
+    const RunnerAttachment attached(&runner);
     Session session(model, so);
     GenerationParams params;
     params.max_new_tokens = r.max_tokens;
@@ -165,7 +182,7 @@ struct Server::State {
     const int64_t created = unix_seconds();
     const std::string model_name = r.model.empty() ? options.model_name : r.model;
     requests_waiting += 1;
-    auto held = std::make_shared<FifoSlot::Turn>(slot);  // waits for the requests that came first
+    auto held = std::make_shared<FifoSlots::Turn>(slots);  // waits for the requests that came first
     requests_waiting -= 1;
     const std::vector<int32_t> tokens = prompt_tokens(r);
     if (!r.stream) {
@@ -223,7 +240,13 @@ struct Server::State {
     metric("kv_bytes_saved", "gauge", "KV cache bytes compression saved on the last request",
            double(kv_bytes_full - kv_bytes_held));
     metric("requests_processing", "gauge", "requests generating now", double(requests_processing));
-    metric("requests_deferred", "gauge", "requests waiting for the slot", double(requests_waiting));
+    metric("requests_deferred", "gauge", "requests waiting for a slot", double(requests_waiting));
+    metric("slots_total", "gauge", "slots (-np)", double(options.parallel));
+    metric("slots_busy", "gauge", "slots generating now", double(slots.busy(options.parallel)));
+    const ModelRunner::Stats runs = runner.stats();
+    metric("decode_batches_total", "counter", "batched decode passes over the weights", double(runs.decode_batches));
+    metric("decode_batch_steps_total", "counter", "decode steps those passes ran", double(runs.decode_steps));
+    metric("decode_batch_max", "gauge", "the largest decode batch so far", double(runs.max_batch));
     return out;
   }
 };

@@ -5,8 +5,10 @@
 // ("kv_press", "kv_budget", "kv_compression_ratio"); its usage reports the KV bytes it held.
 // Errors are OpenAI's error body with the HTTP status (400, 401, 404, 413, 500).
 //
-// Requests run one at a time in this version (one slot): a request waits for the one in progress.
-// A client that disconnects from a stream ends its generation at the next token.
+// `parallel` slots generate at once; their forward passes run on one ModelRunner, which batches
+// the slots' decode steps into one pass over the weights and interleaves prefill chunks with them.
+// A request waits (in arrival order) for a free slot. A client that disconnects from a stream ends
+// its generation at the next token.
 #pragma once
 
 #include <cstddef>
@@ -37,6 +39,7 @@ struct ServerOptions {
   PressConfig press;                    // the default compression (--press with its budget)
   std::optional<Budget> budget;         // the --kv-budget / --compression-ratio flags, for request presses without one
   SessionOptions session;               // how requests' sessions run (n_ctx 0: the model's; the press is the request's)
+  int parallel = 1;                     // slots (-np): requests generating at once, at most the model's batch limit
 };
 
 class Server {

@@ -75,7 +75,9 @@ TEST_F(CliPressFlags, ServeRejectsBadFlagsBeforeListening) {
   expect_one_line_error(run_momentkv("serve -m " + model_ + " --press snapkv"), "press 'snapkv' needs a budget");
   expect_one_line_error(run_momentkv("serve -m " + model_ + " --kv-budget 8"), "need a --press");
   expect_one_line_error(run_momentkv("serve -m " + model_ + " --port 70000"), "--port must be in [0, 65535]");
-  expect_one_line_error(run_momentkv("serve -m " + model_ + " -np 4"), "one request at a time");
+  expect_one_line_error(run_momentkv("serve -m " + model_ + " -np 0"), "-np must be in [1, 32]");
+  expect_one_line_error(run_momentkv("serve -m " + model_ + " -np 33"), "-np must be in [1, 32]");
+  expect_one_line_error(run_momentkv("serve -m " + model_ + " -np 8 -ub 4"), "-np 8 is above the batch size -ub 4");
   expect_one_line_error(run_momentkv("serve -m " + model_ + " --timeout 0"), "--timeout must be positive");
 }
 

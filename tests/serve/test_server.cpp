@@ -229,6 +229,43 @@ TEST_F(Serve, ConcurrentRequestsGetTheirSequentialResults) {
   }
 }
 
+// Eight slots (-np 8): eight greedy requests at once, with different presses and lengths, each
+// equal to `momentkv generate --temp 0` with the same press; their decode steps ran batched
+// (the server's /metrics), and batching changed no reply.
+TEST(ServeSlots, EightConcurrentRequestsEqualTheCliAndDecodeInBatches) {
+  test::ServerProcess server({"-m", test::trained_model_path(), "-np", "8"});
+  const std::vector<std::pair<std::string, int>> presses = {
+      {"full", 0},        {"momentkv", 64},      {"snapkv", 64}, {"adakv", 48},
+      {"momentkv", 48},   {"streaming_llm", 64}, {"h2o", 32},    {"pyramidkv", 96}};
+  const std::string prompt = test::read_file(kNeedlePrompt);
+  std::vector<json> replies(presses.size());
+  std::vector<std::thread> threads;
+  for (std::size_t i = 0; i < presses.size(); ++i)
+    threads.emplace_back([&, i] {
+      httplib::Client c("127.0.0.1", server.port());
+      c.set_read_timeout(120);
+      json body = {{"prompt", prompt}, {"max_tokens", 10 + 2 * int(i)}, {"temperature", 0}};
+      if (presses[i].first != "full") body["kv_press"] = presses[i].first, body["kv_budget"] = presses[i].second;
+      replies[i] = post(c, "/v1/completions", body);
+    });
+  for (auto& t : threads) t.join();
+  for (std::size_t i = 0; i < presses.size(); ++i) {
+    std::string flags = "-n " + std::to_string(10 + 2 * i);
+    if (presses[i].first != "full") flags += " --press " + presses[i].first + " --kv-budget " + std::to_string(presses[i].second);
+    ASSERT_TRUE(replies[i].contains("choices")) << replies[i].dump();
+    EXPECT_EQ(replies[i]["choices"][0]["text"], cli_continuation(kNeedlePrompt, flags)) << flags;
+  }
+  httplib::Client c("127.0.0.1", server.port());
+  const auto metrics = c.Get("/metrics");
+  ASSERT_TRUE(metrics);
+  EXPECT_NE(metrics->body.find("momentkv:slots_total 8"), std::string::npos) << metrics->body;
+  const std::string sample = "\nmomentkv:decode_batch_max ";  // the sample line, not its # HELP
+  const std::size_t at = metrics->body.find(sample);
+  ASSERT_NE(at, std::string::npos) << metrics->body;
+  EXPECT_GT(std::stoi(metrics->body.substr(at + sample.size())), 1) << "no decode steps ran together:\n" << metrics->body;
+  EXPECT_EQ(server.stop(), 0) << server.log();
+}
+
 // A bounded load test on loopback: 200 requests from 16 concurrent clients, twice; none failed;
 // latency percentiles and throughput printed; the server's RSS after the second round within a few
 // MiB of its RSS after the first (the first round also warms up a worker and malloc arena per
