@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <signal.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <thread>
@@ -13,6 +14,8 @@
 
 namespace mkv::cli {
 
+constexpr double kMaxKvMemoryMib = 16 << 20;  // --kv-memory: 16 TiB
+constexpr int kMaxQueue = 24;  // --queue: waiting requests hold connection workers too (64 in all)
 constexpr int kMaxSlots = 32;  // -np: each slot holds one of the server's 64 connection workers and a session
 
 int run_serve(const ServeOptions& o) {
@@ -41,6 +44,11 @@ int run_serve(const ServeOptions& o) {
   so.budget = o.budget;
   so.session = session_options(o.model, m, o.compress_each_chunk);
   so.parallel = o.parallel;
+  MKV_CHECK(std::isfinite(o.kv_memory_mib) && o.kv_memory_mib >= 0 && o.kv_memory_mib <= kMaxKvMemoryMib,
+            "--kv-memory must be in [0, {}] MiB (0 = no cap), got {}", kMaxKvMemoryMib, o.kv_memory_mib);
+  so.kv_memory_bytes = std::size_t(o.kv_memory_mib * 1024 * 1024);
+  MKV_CHECK(o.queue >= 1 && o.queue <= kMaxQueue, "--queue must be in [1, {}], got {}", kMaxQueue, o.queue);
+  so.max_waiting = o.queue;
   MKV_CHECK(o.parallel <= m.transformer->max_batch(), "-np {} is above the batch size -ub {}: a decode batch holds one "
             "token per slot", o.parallel, m.transformer->max_batch());
   serve::Server server(*m.transformer, *m.tokenizer, so);

@@ -238,6 +238,8 @@ struct ServeOptions {
   std::string host = "127.0.0.1";     // --host
   int port = 8080;                    // --port (0 = any free port)
   int parallel = 1;                   // -np / --parallel
+  double kv_memory_mib = 0;           // --kv-memory: cap on the KV bytes of all requests (0 = none)
+  int queue = 16;                     // --queue: requests that may wait; more get 503
   std::string api_key;                // --api-key (else $MOMENTKV_API_KEY)
   int timeout_seconds = 600;          // --timeout: connection read/write timeout
   std::string chat_template;          // --chat-template override

@@ -13,6 +13,7 @@
 #include "core/error.h"
 #include "core/message_text.h"
 #include "kv/press_registry.h"
+#include "ops/cpu_features.h"
 
 namespace {
 
@@ -130,6 +131,16 @@ int main(int argc, char** argv) {
   mkv::cli::set_command_line(argc, argv);
   CLI::App app{"momentkv: long-context LLM inference on a fixed KV-cache budget", "momentkv"};
   app.require_subcommand(1);
+  // The build (commit, CPU) and the matrix kernels this host runs (src/ops/cpu_features.h).
+  app.set_version_flag("--version", [] {
+    std::string kernels;
+    try {
+      kernels = mkv::cpu_variant_summary();
+    } catch (const mkv::MkvError& e) {
+      kernels = std::string("kernels: error: ") + e.what();
+    }
+    return fmt::format("momentkv {}\n{}", kernels, mkv::cli::provenance_line());
+  });
 
   GenerateOptions gen;
   auto* generate = app.add_subcommand("generate", "generate text from a prompt (llama.cpp flags)");
@@ -273,6 +284,11 @@ int main(int argc, char** argv) {
   serve_cmd->add_option("--host", srv.host, "address to listen on")->capture_default_str();
   serve_cmd->add_option("--port", srv.port, "port (0 = any free port, printed at start)")->capture_default_str();
   serve_cmd->add_option("--parallel", srv.parallel, "slots: requests generating at once, their decode steps batched (-np)")->capture_default_str();
+  serve_cmd->add_option("--kv-memory", srv.kv_memory_mib,
+                        "MiB of KV cache all requests may reserve (their peak: prompt before compression, then kept + "
+                        "decoded rows); a request waits until it fits (0 = no cap)")->capture_default_str();
+  serve_cmd->add_option("--queue", srv.queue, "requests that may wait for KV memory or a slot; more get 503 + Retry-After")
+      ->capture_default_str();
   serve_cmd->add_option("--api-key", srv.api_key, "require 'Authorization: Bearer KEY' (default: $MOMENTKV_API_KEY)");
   serve_cmd->add_option("--timeout", srv.timeout_seconds, "connection read/write timeout in seconds")->capture_default_str();
   serve_cmd->add_option("--chat-template", srv.chat_template, "override the model's template: llama3 | chatml | qwen3");
@@ -317,6 +333,8 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     fmt::print(stderr, "error: {}\n", e.what());

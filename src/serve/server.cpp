@@ -14,6 +14,7 @@
 #include "core/error.h"
 #include "engine/generation.h"
 #include "engine/model_runner.h"
+#include "serve/kv_admission.h"
 #include "serve/openai_api.h"
 #include "serve/web_page.h"
 
@@ -98,16 +99,45 @@ struct Server::State {
   int n_ctx;
   FifoSlots slots;                     // options.parallel sequences at a time, in arrival order
   ModelRunner runner;                  // every forward pass; the slots' decode steps batched
+  KvAdmission admission;               // KV bytes reserved per request, under --kv-memory
+  KvCache empty_cache;                 // no rows: the size of a row and of a full cache
   std::atomic<uint64_t> request_count{0};
   // /metrics counters
   std::atomic<int64_t> requests_total{0}, prompt_tokens_total{0}, completion_tokens_total{0};
-  std::atomic<int64_t> kv_bytes_held{0}, kv_bytes_full{0}, requests_processing{0}, requests_waiting{0};
+  std::atomic<int64_t> kv_bytes_held{0}, kv_bytes_full{0}, requests_processing{0};
   std::atomic<double> decode_seconds_total{0.0};
 
   State(Transformer& m, const Tokenizer& t, ServerOptions o)
       : model(m), tokenizer(t), options(std::move(o)),
         n_ctx(options.session.n_ctx > 0 ? options.session.n_ctx : m.config().context_length),
-        slots(options.parallel), runner(m, options.parallel) {}
+        slots(options.parallel), runner(m, options.parallel),
+        admission(options.kv_memory_bytes, options.max_waiting),
+        empty_cache(m.cache_shape(), options.session.kv_storage) {}
+
+  // Rows a request may add while decoding.
+  int64_t decode_rows(const CompletionRequest& r, int64_t prompt) const {
+    return r.max_tokens >= 0 ? std::min<int64_t>(r.max_tokens, n_ctx - prompt) : n_ctx - prompt;
+  }
+
+  // The most KV bytes a request's cache holds: rows per KV head at the peak (the whole prompt
+  // before its compression, or the budget plus one chunk with --compress-chunks; then the kept
+  // rows plus every decoded token), and the press's moment statistics.
+  std::size_t peak_kv_bytes(const CompletionRequest& r, const Press* press, const PressConfig& config,
+                            int64_t prompt) const {
+    const int64_t gen = decode_rows(r, prompt);
+    int64_t rows = prompt + gen;
+    if (press) {
+      const std::optional<Budget> budget = config.budget();
+      const int64_t kept = budget ? std::min<int64_t>(prompt, budget->resolve(int32_t(prompt))) : prompt;
+      const int64_t prefill_peak = options.session.compress_each_chunk
+                                       ? std::min<int64_t>(prompt, kept + options.session.ubatch) : prompt;
+      rows = std::max(prefill_peak, kept + gen);
+    }
+    const ModelConfig& c = model.config();
+    const PressGeometry g{c.n_layers, c.n_heads, c.n_kv_heads, c.head_dim_k, c.head_dim_v, c.attention_scale()};
+    const int64_t moments = press ? int64_t(c.n_layers) * c.n_kv_heads * press->moment_numbers_per_head(g) * 4 : 0;
+    return std::size_t(empty_cache.uncompressed_bytes(rows) + moments);
+  }
 
   // The prompt tokens of a request; ApiError when it is empty or does not fit the context.
   std::vector<int32_t> prompt_tokens(const CompletionRequest& r) const {
@@ -130,12 +160,12 @@ struct Server::State {
   }
 
   // Runs one generation; on_text receives the reply as it becomes final (false: the client left).
-  CompletionOutcome run(const CompletionRequest& r, const PressConfig& press_config, std::span<const int32_t> tokens,
-                        Sampler& sampler, const std::function<bool(std::string_view)>& on_text) {
-    const std::unique_ptr<Press> press = press_config.is_full() ? nullptr : press_config.make();
+  // press: null for the full cache. reservation: shrunk once the prompt is compressed.
+  CompletionOutcome run(const CompletionRequest& r, Press* press, std::span<const int32_t> tokens, Sampler& sampler,
+                        KvAdmission::Reservation& reservation, const std::function<bool(std::string_view)>& on_text) {
     SessionOptions so = options.session;
     so.n_ctx = n_ctx;
-    so.press = press.get();
+    so.press = press;
     so.runner = &runner;
     const RunnerAttachment attached(&runner);
     Session session(model, so);
@@ -153,6 +183,8 @@ struct Server::State {
       const KvCache& cache = session.cache();
       out.kv_bytes_held = int64_t(cache.bytes_held());
       out.kv_bytes_full = cache.uncompressed_bytes(session.n_past());
+      reservation.shrink(cache.bytes_held() +
+                         std::size_t(cache.uncompressed_bytes(decode_rows(r, session.n_past()))));
     };
     const GenerationResult g = generate(session, tokenizer, {tokens, {}}, params, callbacks);
     out.text = g.text;
@@ -181,13 +213,32 @@ struct Server::State {
     const std::string id = fmt::format("{}-{}", chat ? "chatcmpl" : "cmpl", ++request_count);
     const int64_t created = unix_seconds();
     const std::string model_name = r.model.empty() ? options.model_name : r.model;
-    requests_waiting += 1;
-    auto held = std::make_shared<FifoSlots::Turn>(slots);  // waits for the requests that came first
-    requests_waiting -= 1;
     const std::vector<int32_t> tokens = prompt_tokens(r);
+    const std::shared_ptr<Press> press_object(press.is_full() ? nullptr : press.make().release());
+    const std::size_t peak = peak_kv_bytes(r, press_object.get(), press, int64_t(tokens.size()));
+    KvAdmission::Refusal refusal = KvAdmission::Refusal::None;
+    std::shared_ptr<KvAdmission::Reservation> reservation = admission.reserve(peak, refusal);  // in arrival order
+    if (refusal == KvAdmission::Refusal::TooLarge)
+      throw ApiError(400, "invalid_request_error",
+                     fmt::format("this request needs up to {:.1f} MiB of KV cache ({} prompt tokens, up to {} generated, "
+                                 "press {}); the server's --kv-memory is {:.1f} MiB",
+                                 double(peak) / (1 << 20), tokens.size(), decode_rows(r, int64_t(tokens.size())),
+                                 press.spec(), double(admission.capacity()) / (1 << 20)),
+                     "max_tokens");
+    if (refusal == KvAdmission::Refusal::QueueFull) {
+      res.set_header("Retry-After", "1");
+      throw ApiError(503, "unavailable_error",
+                     fmt::format("the server is busy: {} requests are waiting (--queue {}); retry later",
+                                 admission.waiting(), options.max_waiting));
+    }
+    std::shared_ptr<FifoSlots::Turn> held;
+    {
+      const KvAdmission::Waiting waiting(admission);
+      held = std::make_shared<FifoSlots::Turn>(slots);  // waits for the requests that came first
+    }
     if (!r.stream) {
       requests_processing += 1;
-      const CompletionOutcome out = run(r, press, tokens, *sampler, {});
+      const CompletionOutcome out = run(r, press_object.get(), tokens, *sampler, *reservation, {});
       requests_processing -= 1;
       send_json(res, 200, completion_response(r, out, id, created, model_name));
       return;
@@ -197,7 +248,8 @@ struct Server::State {
     res.set_header("Cache-Control", "no-cache");
     res.set_chunked_content_provider(
         "text/event-stream",
-        [this, r, press, tokens, sampler, held, id, created, model_name](size_t, httplib::DataSink& sink) {
+        [this, r, press_object, reservation, tokens, sampler, held, id, created, model_name](size_t,
+                                                                                             httplib::DataSink& sink) {
           auto event = [&](const json& body) {
             const std::string line = "data: " + dump(body) + "\n\n";
             return sink.is_writable() && sink.write(line.data(), line.size());
@@ -205,7 +257,7 @@ struct Server::State {
           requests_processing += 1;
           try {
             bool first = true, connected = true;
-            const CompletionOutcome out = run(r, press, tokens, *sampler, [&](std::string_view piece) {
+            const CompletionOutcome out = run(r, press_object.get(), tokens, *sampler, *reservation, [&](std::string_view piece) {
               connected = event(stream_chunk(r, id, created, model_name, std::string(piece), first, std::nullopt));
               first = false;
               return connected;
@@ -240,8 +292,10 @@ struct Server::State {
     metric("kv_bytes_saved", "gauge", "KV cache bytes compression saved on the last request",
            double(kv_bytes_full - kv_bytes_held));
     metric("requests_processing", "gauge", "requests generating now", double(requests_processing));
-    metric("requests_deferred", "gauge", "requests waiting for a slot", double(requests_waiting));
+    metric("requests_deferred", "gauge", "requests waiting for KV memory or a slot", double(admission.waiting()));
     metric("slots_total", "gauge", "slots (-np)", double(options.parallel));
+    metric("kv_bytes_reserved", "gauge", "KV bytes the requests in progress reserve (--kv-memory)", double(admission.reserved()));
+    metric("kv_bytes_capacity", "gauge", "--kv-memory in bytes (0 = no cap)", double(admission.capacity()));
     metric("slots_busy", "gauge", "slots generating now", double(slots.busy(options.parallel)));
     const ModelRunner::Stats runs = runner.stats();
     metric("decode_batches_total", "counter", "batched decode passes over the weights", double(runs.decode_batches));

@@ -5,7 +5,9 @@
 // ("kv_press", "kv_budget", "kv_compression_ratio"); its usage reports the KV bytes it held.
 // Errors are OpenAI's error body with the HTTP status (400, 401, 404, 413, 500).
 //
-// `parallel` slots generate at once; their forward passes run on one ModelRunner, which batches
+// Admission (kv_admission.h): a request reserves the KV bytes of its cache's peak and waits, in
+// arrival order, until they fit under --kv-memory; past --queue waiting requests it gets 503 with
+// Retry-After. `parallel` slots generate at once; their forward passes run on one ModelRunner, which batches
 // the slots' decode steps into one pass over the weights and interleaves prefill chunks with them.
 // A request waits (in arrival order) for a free slot. A client that disconnects from a stream ends
 // its generation at the next token.
@@ -40,6 +42,8 @@ struct ServerOptions {
   std::optional<Budget> budget;         // the --kv-budget / --compression-ratio flags, for request presses without one
   SessionOptions session;               // how requests' sessions run (n_ctx 0: the model's; the press is the request's)
   int parallel = 1;                     // slots (-np): requests generating at once, at most the model's batch limit
+  std::size_t kv_memory_bytes = 0;      // --kv-memory: cap on the KV bytes all requests reserve (0 = none)
+  int max_waiting = 16;                 // --queue: requests that may wait for memory or a slot; more get 503
 };
 
 class Server {

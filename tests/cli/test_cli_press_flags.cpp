@@ -78,6 +78,9 @@ TEST_F(CliPressFlags, ServeRejectsBadFlagsBeforeListening) {
   expect_one_line_error(run_momentkv("serve -m " + model_ + " -np 0"), "-np must be in [1, 32]");
   expect_one_line_error(run_momentkv("serve -m " + model_ + " -np 33"), "-np must be in [1, 32]");
   expect_one_line_error(run_momentkv("serve -m " + model_ + " -np 8 -ub 4"), "-np 8 is above the batch size -ub 4");
+  expect_one_line_error(run_momentkv("serve -m " + model_ + " --kv-memory -1"), "--kv-memory must be in [0,");
+  expect_one_line_error(run_momentkv("serve -m " + model_ + " --kv-memory nan"), "--kv-memory");
+  expect_one_line_error(run_momentkv("serve -m " + model_ + " --queue 0"), "--queue must be in [1, 24]");
   expect_one_line_error(run_momentkv("serve -m " + model_ + " --timeout 0"), "--timeout must be positive");
 }
 

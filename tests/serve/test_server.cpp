@@ -266,6 +266,71 @@ TEST(ServeSlots, EightConcurrentRequestsEqualTheCliAndDecodeInBatches) {
   EXPECT_EQ(server.stop(), 0) << server.log();
 }
 
+// --kv-memory: a request whose cache peak cannot fit is refused with a message naming the sizes;
+// the same prompt compressed while it is prefilled (--compress-chunks) peaks lower, fits, and
+// replies as the CLI does; reservations are all released afterwards.
+TEST(ServeAdmission, KvMemoryAdmitsByTheCachePeak) {
+  test::ServerProcess server({"-m", test::trained_model_path(), "-np", "2", "--kv-memory", "1", "-ub", "128",
+                              "--compress-chunks"});
+  httplib::Client c("127.0.0.1", server.port());
+  c.set_read_timeout(120);
+  const std::string prompt = test::read_file(kNeedlePrompt);
+  const json full = post(c, "/v1/completions", {{"prompt", prompt}, {"max_tokens", 8}, {"temperature", 0}}, 400);
+  expect_error(full, 400, "invalid_request_error", "max_tokens");
+  EXPECT_NE(full["error"]["message"].get<std::string>().find("--kv-memory is 1.0 MiB"), std::string::npos) << full.dump();
+  const json pressed = post(c, "/v1/completions", {{"prompt", prompt}, {"max_tokens", 8}, {"temperature", 0},
+                                                   {"kv_press", "momentkv"}, {"kv_budget", 64}});
+  EXPECT_EQ(pressed["choices"][0]["text"],
+            cli_continuation(kNeedlePrompt, "-n 8 -ub 128 --compress-chunks --press momentkv --kv-budget 64"));
+  const auto metrics = c.Get("/metrics");
+  ASSERT_TRUE(metrics);
+  EXPECT_NE(metrics->body.find("\nmomentkv:kv_bytes_reserved 0\n"), std::string::npos) << metrics->body;
+  EXPECT_NE(metrics->body.find("\nmomentkv:kv_bytes_capacity 1048576\n"), std::string::npos) << metrics->body;
+  EXPECT_EQ(server.stop(), 0) << server.log();
+}
+
+// --queue: with the slot busy and the queue's one place taken, the next request gets 503 with
+// Retry-After at once; the waiting one is served.
+TEST(ServeAdmission, AFullQueueAnswers503WithRetryAfter) {
+  test::ServerProcess server({"-m", test::trained_model_path(), "-np", "1", "--queue", "1"});
+  const json long_body = {{"prompt", "Once upon a time"}, {"max_tokens", 800}, {"ignore_eos", true}, {"temperature", 0}};
+  std::atomic<int> long_status{0}, queued_status{0};
+  std::thread busy([&] {
+    httplib::Client c("127.0.0.1", server.port());
+    c.set_read_timeout(120);
+    const auto res = c.Post("/v1/completions", long_body.dump(), "application/json");
+    long_status = res ? res->status : -1;
+  });
+  auto wait_metric = [&](const std::string& line) {
+    httplib::Client c("127.0.0.1", server.port());
+    for (int i = 0; i < 2000; ++i) {
+      const auto m = c.Get("/metrics");
+      if (m && m->body.find(line) != std::string::npos) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    return false;
+  };
+  ASSERT_TRUE(wait_metric("\nmomentkv:slots_busy 1\n"));
+  std::thread queued([&] {
+    httplib::Client c("127.0.0.1", server.port());
+    c.set_read_timeout(120);
+    const auto res = c.Post("/v1/completions", json({{"prompt", "Hi"}, {"max_tokens", 2}}).dump(), "application/json");
+    queued_status = res ? res->status : -1;
+  });
+  ASSERT_TRUE(wait_metric("\nmomentkv:requests_deferred 1\n"));
+  httplib::Client c("127.0.0.1", server.port());
+  const auto refused = c.Post("/v1/completions", json({{"prompt", "Hi"}, {"max_tokens", 2}}).dump(), "application/json");
+  ASSERT_TRUE(refused);
+  EXPECT_EQ(refused->status, 503) << refused->body;
+  EXPECT_EQ(refused->get_header_value("Retry-After"), "1");
+  expect_error(json::parse(refused->body), 503, "unavailable_error", "");
+  busy.join();
+  queued.join();
+  EXPECT_EQ(long_status.load(), 200);
+  EXPECT_EQ(queued_status.load(), 200);
+  EXPECT_EQ(server.stop(), 0) << server.log();
+}
+
 // A bounded load test on loopback: 200 requests from 16 concurrent clients, twice; none failed;
 // latency percentiles and throughput printed; the server's RSS after the second round within a few
 // MiB of its RSS after the first (the first round also warms up a worker and malloc arena per

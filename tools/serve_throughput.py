@@ -1,0 +1,116 @@
+"""Aggregate decode throughput of `momentkv serve` at several slot counts, side by side.
+
+    /usr/bin/python3 tools/serve_throughput.py -m MODEL [--slots 1,2,4,8] [--rounds 2]
+        [--prompt-tokens 256] [--max-tokens 64] [--press momentkv --kv-budget 64] [--binary build/momentkv]
+
+For each round and each slot count N (the order alternates between rounds), starts
+`momentkv serve -m MODEL -np N` on a free loopback port, sends N concurrent completions of the
+same length (ignore_eos, greedy, `--max-tokens` tokens each, a prompt of about `--prompt-tokens`
+tokens that differs per client) and times them. Prints a markdown table: per N the median over
+rounds of the aggregate generated tokens per second (all clients' completion tokens / wall time
+from the first request to the last reply, prompts included) and of one request's latency, and
+the server's largest decode batch (/metrics). Standard library only; loopback only.
+"""
+import argparse
+import json
+import re
+import statistics
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+
+
+def start_server(binary, model, slots, extra):
+    proc = subprocess.Popen([binary, "serve", "-m", model, "--port", "0", "-np", str(slots)] + extra,
+                            stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        line = proc.stderr.readline()
+        m = re.search(r"listening on http://[^:]+:(\d+)", line)
+        if m:
+            threading.Thread(target=proc.stderr.read, daemon=True).start()  # keep the pipe drained
+            return proc, int(m.group(1))
+        if not line and proc.poll() is not None:
+            break
+    proc.kill()
+    sys.exit(f"error: momentkv serve -np {slots} did not start")
+
+
+def post(port, body):
+    req = urllib.request.Request(f"http://127.0.0.1:{port}/v1/completions", json.dumps(body).encode(),
+                                 {"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=600) as r:
+        return json.loads(r.read())
+
+
+def max_batch(port):
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=30) as r:
+        m = re.search(r"^momentkv:decode_batch_max (\S+)$", r.read().decode(), re.M)
+    return int(float(m.group(1))) if m else 0
+
+
+def measure(args, slots):
+    extra = []
+    proc, port = start_server(args.binary, args.model, slots, extra)
+    try:
+        words = "Once upon a time there was a little girl who loved to play in the park with her dog. "
+        prompt = lambda i: f"Story {i}. " + words * max(1, args.prompt_tokens // 20)  # noqa: E731
+        body = lambda i: {"prompt": prompt(i), "max_tokens": args.max_tokens, "temperature": 0,  # noqa: E731
+                          "ignore_eos": True, **({"kv_press": args.press, "kv_budget": args.kv_budget}
+                                                 if args.press else {})}
+        post(port, body(999) | {"max_tokens": 2})  # warm-up: weights paged in, threads started
+        results, latencies = [None] * slots, [0.0] * slots
+
+        def client(i):
+            t0 = time.perf_counter()
+            results[i] = post(port, body(i))
+            latencies[i] = time.perf_counter() - t0
+
+        start = time.perf_counter()
+        threads = [threading.Thread(target=client, args=(i,)) for i in range(slots)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        wall = time.perf_counter() - start
+        tokens = sum(r["usage"]["completion_tokens"] for r in results)
+        return tokens / wall, statistics.median(latencies), max_batch(port)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=60)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("-m", "--model", required=True)
+    p.add_argument("--binary", default="build/momentkv")
+    p.add_argument("--slots", default="1,2,4,8")
+    p.add_argument("--rounds", type=int, default=2)
+    p.add_argument("--prompt-tokens", type=int, default=256)
+    p.add_argument("--max-tokens", type=int, default=64)
+    p.add_argument("--press", default="", help="kv_press of every request (default: the full cache)")
+    p.add_argument("--kv-budget", type=int, default=64)
+    args = p.parse_args()
+    slot_counts = [int(s) for s in args.slots.split(",")]
+    runs = {n: [] for n in slot_counts}
+    for r in range(args.rounds):
+        order = slot_counts if r % 2 == 0 else list(reversed(slot_counts))
+        for n in order:
+            runs[n].append(measure(args, n))
+            print(f"round {r + 1}, {n} slot(s): {runs[n][-1][0]:.1f} tok/s", file=sys.stderr)
+    cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
+    print(f"model {args.model}; {args.max_tokens} tokens per request, prompts of about {args.prompt_tokens} tokens; "
+          f"press {args.press or 'full'}; CPU {cpu}; median of {args.rounds} rounds\n")
+    print("| slots | aggregate tok/s | vs 1 slot | request latency s | largest decode batch |")
+    print("|---|---|---|---|---|")
+    base = statistics.median(x[0] for x in runs[slot_counts[0]])
+    for n in slot_counts:
+        tps = statistics.median(x[0] for x in runs[n])
+        lat = statistics.median(x[1] for x in runs[n])
+        print(f"| {n} | {tps:.1f} | {tps / base:.2f}x | {lat:.2f} | {max(x[2] for x in runs[n])} |")
+
+
+if __name__ == "__main__":
+    main()
