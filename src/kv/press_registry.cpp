@@ -46,7 +46,7 @@ const Param kSafeguard{"safeguard", Kind::Real, "0.2", 0, 1, {}, "Ada-KV: share 
 // MomentKV's scores with Ada-KV's allocation are one method with one name: momentkv:alloc=adaptive.
 const Param kScorer{"scorer", Kind::Choice, "snapkv", 0, 0, {"snapkv", "h2o"},
                     "scores the adaptive allocation uses (MomentKV with it: momentkv:alloc=adaptive)"};
-const Param kRounds{"rounds", Kind::Int, "4", 1, 64, {}, "eviction rounds, residuals recomputed each round"};
+const Param kRounds{"rounds", Kind::Int, "1", 1, 64, {}, "eviction rounds, residuals recomputed each round (against the moments the earlier rounds built)"};
 const Param kAlloc{"alloc", Kind::Choice, "adaptive", 0, 0, {"uniform", "adaptive", "pyramid"}, "budget allocation across heads / layers"};
 // The default "means" (2 groups) was chosen on the dev split: KL as low as 16 groups at equal tokens
 // for an eighth of the statistics, so it also wins at equal bytes (docs/results/defaults_dev.md).
@@ -65,11 +65,6 @@ struct PressDef {
   std::vector<Param> params;
 };
 
-Param with_default(Param p, const char* fallback) {
-  p.fallback = fallback;
-  return p;
-}
-
 std::vector<Param> with_common(std::vector<Param> own, const Param& nc) {
   for (const Param& p : {kBudget, kRatio, kSlack, nc, kGroups, kClip, kMeansOnly}) own.push_back(p);
   return own;
@@ -84,7 +79,7 @@ const std::vector<PressDef>& definitions() {
       {"pyramidkv", "PyramidKV: SnapKV scores, budgets decreasing with depth",
        with_common({kWindow, kKernel, kSinks, kBeta}, kNcOff)},
       {"adakv", "Ada-KV: adaptive per-head budgets around any scorer",
-       with_common({kScorer, kSafeguard, kWindow, kKernel, kSinks, with_default(kRounds, "1")}, kNcOff)},
+       with_common({kScorer, kSafeguard, kWindow, kKernel, kSinks, kRounds}, kNcOff)},
       {"momentkv", "MomentKV: moment-informed eviction (alpha·|residual|) + NC",
        with_common({kWindow, kKernel, kSinks, kRounds, kAlloc, kSafeguard, kBeta, kVariant}, kNcOn)},
   };
