@@ -13,7 +13,6 @@
 #include "core/error.h"
 #include "core/message_text.h"
 #include "kv/press_registry.h"
-#include "ops/cpu_features.h"
 
 namespace {
 
@@ -131,17 +130,6 @@ int main(int argc, char** argv) {
   mkv::cli::set_command_line(argc, argv);
   CLI::App app{"momentkv: long-context LLM inference on a fixed KV-cache budget", "momentkv"};
   app.require_subcommand(1);
-  // The build (commit, CPU) and the matrix kernels this host runs (src/ops/cpu_features.h).
-  app.set_version_flag("--version", [] {
-    std::string kernels;
-    try {
-      kernels = mkv::cpu_variant_summary();
-    } catch (const mkv::MkvError& e) {
-      kernels = std::string("kernels: error: ") + e.what();
-    }
-    return fmt::format("momentkv {}\n{}", kernels, mkv::cli::provenance_line());
-  });
-
   GenerateOptions gen;
   auto* generate = app.add_subcommand("generate", "generate text from a prompt (llama.cpp flags)");
   add_model_flags(*generate, gen.model);
