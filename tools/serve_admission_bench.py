@@ -97,6 +97,8 @@ def main():
     rows = [json.loads(l) for l in open(args.data) if l.strip()]
     if args.samples:
         rows = rows[:args.samples]
+    if len(rows) > 24:  # the server's --queue 24 (its maximum): more at once would get 503
+        sys.exit(f"error: {len(rows)} prompts at once; at most 24 (--samples N)")
     results = {s: [] for s in args.setting}
     for r in range(args.rounds):
         for s in (args.setting if r % 2 == 0 else list(reversed(args.setting))):
