@@ -13,47 +13,23 @@ the aggregate generated tokens per second over the whole run (prompts included),
 """
 import argparse
 import json
-import re
 import statistics
-import subprocess
 import sys
 import threading
 import time
-import urllib.request
+
+from serve_client import cpu_model, metric, post, start_server
 
 
-def start_server(args, extra):
+def server_command(args):
     cmd = [args.binary, "serve", "-m", args.model, "--port", "0", "-np", str(args.slots), "--kv-memory",
-           str(args.kv_memory), "-ub", str(args.ubatch), "--queue", "24"] + extra
-    if args.compress_chunks:
-        cmd.append("--compress-chunks")
-    proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
-    while True:
-        line = proc.stderr.readline()
-        m = re.search(r"listening on http://[^:]+:(\d+)", line)
-        if m:
-            threading.Thread(target=proc.stderr.read, daemon=True).start()
-            return proc, int(m.group(1))
-        if not line:
-            sys.exit("error: " + " ".join(cmd) + " did not start")
-
-
-def post(port, body):
-    req = urllib.request.Request(f"http://127.0.0.1:{port}/v1/completions", json.dumps(body).encode(),
-                                 {"Content-Type": "application/json"})
-    with urllib.request.urlopen(req, timeout=1200) as r:
-        return json.loads(r.read())
-
-
-def metric(port, name):
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=30) as r:
-        m = re.search(rf"^momentkv:{name} (\S+)$", r.read().decode(), re.M)
-    return float(m.group(1)) if m else 0.0
+           str(args.kv_memory), "-ub", str(args.ubatch), "--queue", "24"]
+    return cmd + (["--compress-chunks"] if args.compress_chunks else [])
 
 
 def run(args, rows, setting):
     press = {} if setting == "full" else {"kv_press": setting.split(":")[0], "kv_budget": int(setting.split(":")[1])}
-    proc, port = start_server(args, [])
+    proc, port = start_server(server_command(args))
     try:
         replies = [None] * len(rows)
 
@@ -104,7 +80,7 @@ def main():
         for s in (args.setting if r % 2 == 0 else list(reversed(args.setting))):
             results[s].append(run(args, rows, s))
             print(f"round {r + 1} {s}: {results[s][-1]}", file=sys.stderr)
-    cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
+    cpu = cpu_model()
     print(f"{len(rows)} prompts of {args.data} at once; -np {args.slots} --kv-memory {args.kv_memory} MiB "
           f"{'--compress-chunks ' if args.compress_chunks else ''}-ub {args.ubatch}; {args.max_tokens} tokens each; CPU {cpu}; "
           f"median of {args.rounds} round(s)\n")

@@ -12,48 +12,16 @@ from the first request to the last reply, prompts included) and of one request's
 the server's largest decode batch (/metrics). Standard library only; loopback only.
 """
 import argparse
-import json
-import re
 import statistics
-import subprocess
 import sys
 import threading
 import time
-import urllib.request
 
-
-def start_server(binary, model, slots, extra):
-    proc = subprocess.Popen([binary, "serve", "-m", model, "--port", "0", "-np", str(slots)] + extra,
-                            stderr=subprocess.PIPE, text=True)
-    deadline = time.time() + 120
-    while time.time() < deadline:
-        line = proc.stderr.readline()
-        m = re.search(r"listening on http://[^:]+:(\d+)", line)
-        if m:
-            threading.Thread(target=proc.stderr.read, daemon=True).start()  # keep the pipe drained
-            return proc, int(m.group(1))
-        if not line and proc.poll() is not None:
-            break
-    proc.kill()
-    sys.exit(f"error: momentkv serve -np {slots} did not start")
-
-
-def post(port, body):
-    req = urllib.request.Request(f"http://127.0.0.1:{port}/v1/completions", json.dumps(body).encode(),
-                                 {"Content-Type": "application/json"})
-    with urllib.request.urlopen(req, timeout=600) as r:
-        return json.loads(r.read())
-
-
-def max_batch(port):
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=30) as r:
-        m = re.search(r"^momentkv:decode_batch_max (\S+)$", r.read().decode(), re.M)
-    return int(float(m.group(1))) if m else 0
+from serve_client import cpu_model, metric, post, start_server
 
 
 def measure(args, slots):
-    extra = []
-    proc, port = start_server(args.binary, args.model, slots, extra)
+    proc, port = start_server([args.binary, "serve", "-m", args.model, "--port", "0", "-np", str(slots)])
     try:
         words = "Once upon a time there was a little girl who loved to play in the park with her dog. "
         prompt = lambda i: f"Story {i}. " + words * max(1, args.prompt_tokens // 20)  # noqa: E731
@@ -76,7 +44,7 @@ def measure(args, slots):
             t.join()
         wall = time.perf_counter() - start
         tokens = sum(r["usage"]["completion_tokens"] for r in results)
-        return tokens / wall, statistics.median(latencies), max_batch(port)
+        return tokens / wall, statistics.median(latencies), int(metric(port, "decode_batch_max"))
     finally:
         proc.terminate()
         proc.wait(timeout=60)
@@ -100,7 +68,7 @@ def main():
         for n in order:
             runs[n].append(measure(args, n))
             print(f"round {r + 1}, {n} slot(s): {runs[n][-1][0]:.1f} tok/s", file=sys.stderr)
-    cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
+    cpu = cpu_model()
     print(f"model {args.model}; {args.max_tokens} tokens per request, prompts of about {args.prompt_tokens} tokens; "
           f"press {args.press or 'full'}; CPU {cpu}; median of {args.rounds} rounds\n")
     print("| slots | aggregate tok/s | vs 1 slot | request latency s | largest decode batch |")

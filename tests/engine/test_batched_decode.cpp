@@ -15,6 +15,7 @@
 #include "kv/press_config.h"
 #include "model/random_model.h"
 #include "ops/matmul_int8.h"
+#include "random_model_spec.h"
 #include "support/test_support.h"
 
 namespace mkv {
@@ -33,13 +34,7 @@ void PrintTo(const Case& c, std::ostream* os) {
 class BatchedDecode : public ::testing::TestWithParam<Case> {
  protected:
   void SetUp() override {
-    RandomModelSpec spec = RandomModelSpec::preset(GetParam().shape);
-    spec.type = GetParam().type;
-    if (ggml_type_info(spec.type).block_size == 256) {  // K-quants need rows of 256 values
-      spec.n_embd = 256;
-      spec.n_ff = 256;
-      spec.head_dim = 64;
-    }
+    const RandomModelSpec spec = test::random_model_spec(GetParam().shape, GetParam().type);
     path_ = test::temp_dir() / "batched.gguf";
     write_random_model(spec, path_.string());
     file_ = std::make_unique<GgufFile>(GgufFile::open(path_.string()));

@@ -8,6 +8,7 @@
 #include "engine/session.h"
 #include "gguf/gguf_file.h"
 #include "model/random_model.h"
+#include "random_model_spec.h"
 #include "support/test_support.h"
 
 namespace mkv {
@@ -30,13 +31,7 @@ std::string case_name(const ::testing::TestParamInfo<RandomCase>& info) {
 class RandomModel : public ::testing::TestWithParam<RandomCase> {
  protected:
   void SetUp() override {
-    RandomModelSpec spec = RandomModelSpec::preset(GetParam().preset);
-    spec.type = GetParam().type;
-    if (ggml_type_info(spec.type).block_size == 256) {  // K-quants need rows of 256 values
-      spec.n_embd = 256;
-      spec.n_ff = 256;
-      spec.head_dim = 64;
-    }
+    const RandomModelSpec spec = test::random_model_spec(GetParam().preset, GetParam().type);
     path_ = test::temp_dir() / "model.gguf";
     write_random_model(spec, path_.string());
     file_ = std::make_unique<GgufFile>(GgufFile::open(path_.string()));
