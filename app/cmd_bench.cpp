@@ -19,14 +19,16 @@
 #include "engine/bench.h"
 #include "kv/press_registry.h"
 #include "ops/bandwidth_probe.h"
+#include "ops/cpu_features.h"
 #include "ops/fma_probe.h"
 #include "ops/matmul_int8.h"
 
 namespace mkv::cli {
 namespace {
 
+// "CPU " and the kernel variant in use (cpu_features.h: CPUID or MOMENTKV_CPU).
 std::string backend_name() {
-  std::string b = MOMENTKV_NATIVE ? "CPU AVX2" : "CPU scalar";
+  std::string b = "CPU " + std::string(cpu_variant_label(cpu_variant()));
   if (matmul_precision() == MatmulPrecision::Fast) b += " int8";
   return b;
 }
@@ -93,7 +95,7 @@ std::string test_label(const Row& r) {
 // probes around every repetition.
 BenchRun run_tests(const BenchOptions& o, const std::vector<std::string>& models, const std::vector<int>& prompts,
                    const std::vector<int>& gens, const std::vector<int>& depths, const std::vector<int>& threads) {
-  set_matmul_precision(o.precision == "fast" ? MatmulPrecision::Fast : MatmulPrecision::Exact);
+  cpu_variant();  // a bad MOMENTKV_CPU fails here, before any model is loaded
   // Rows without a press, then one set per press (the comparison at depth).
   std::vector<PressConfig> presses = {PressConfig()};
   for (const auto& p : o.presses) presses.push_back(p);
@@ -119,6 +121,7 @@ BenchRun run_tests(const BenchOptions& o, const std::vector<std::string>& models
     mo.ubatch = o.ubatch;
     mo.cache_type = o.cache_type;
     mo.no_mmap = o.no_mmap;
+    mo.precision = o.precision;
     mo.threads = threads.front();
     LoadedModel m = load_model(mo);
     if (o.mlock && mlockall(MCL_CURRENT) != 0)
@@ -288,19 +291,20 @@ void print_markdown(const BenchRun& run, const BenchOptions& o) {
                rows.front().result.kv_row_bytes, o.cache_type, size_text(static_cast<double>(run.rss)));
   fmt::print("precision: {}{}\n", o.precision,
              o.precision == "fast" ? " (activations quantised to 8 bits for the decode matrix-vector products)" : "");
+  fmt::print("{}\n", cpu_variant_summary());
 }
 
 }  // namespace
 
-int run_bench_command(const BenchOptions& o) {
+int run_bench_command(const BenchOptions& options) {
+  BenchOptions o = options;
+  o.precision = resolve_precision(o.precision, "fast");
   MKV_CHECK(o.output == "md" || o.output == "json" || o.output == "csv", "-o must be md, json or csv, got '{}'",
             o.output);
   MKV_CHECK(o.repetitions > 0, "-r must be positive, got {}", o.repetitions);
   MKV_CHECK(o.ubatch > 0, "-ub must be positive, got {}", o.ubatch);
   MKV_CHECK(o.cache_type == "f32" || o.cache_type == "f16", "unsupported cache type '{}' (supported: f32, f16)",
             o.cache_type);
-  MKV_CHECK(o.precision == "exact" || o.precision == "fast", "--precision must be exact or fast, got '{}'",
-            o.precision);
   const std::vector<int> prompts = parse_int_list(o.n_prompt, "-p", 0);
   const std::vector<int> gens = parse_int_list(o.n_gen, "-n", 0);
   const std::vector<int> depths = parse_int_list(o.depths, "-d", 0);

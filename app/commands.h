@@ -25,7 +25,11 @@ struct ModelOptions {
   int ctx = 0;                 // -c; 0 = the model's context length
   std::string cache_type = "f32";  // -ctk/-ctv: f32 | f16
   bool no_mmap = false;            // --no-mmap: read the model into huge-page memory
-  std::string precision;           // --precision exact | fast (--fast); empty = as the process started
+  std::string precision;           // --precision exact | fast (--fast); empty = $MOMENTKV_PRECISION, else the below
+  // The command's precision when neither --precision nor $MOMENTKV_PRECISION is given: "fast" for
+  // the commands that serve text (generate, serve, bench), "exact" for the analysis commands
+  // (logits, kl, fidelity, eval), whose figures must not depend on activation rounding.
+  std::string default_precision = "exact";
 };
 
 // A model file opened for inference: the mapping, the weights bound to it, the tokenizer.
@@ -43,6 +47,9 @@ std::string provenance_line();
 
 // Resolves the model path (flag, environment, default), sets the thread count, loads the model.
 LoadedModel load_model(const ModelOptions& options);
+// "exact" or "fast": `flag` (--precision) when given, else $MOMENTKV_PRECISION when set, else
+// `command_default`. Throws MkvError naming a value that is neither.
+std::string resolve_precision(const std::string& flag, const std::string& command_default);
 // How a command's sessions run: -ub, -c and -ctk/-ctv of `options` (no press: each caller sets its own).
 SessionOptions session_options(const ModelOptions& options, const LoadedModel& model, bool compress_each_chunk);
 // The model file a -m flag names: the flag, else $MOMENTKV_MODEL, else the shared stories260K.
@@ -175,7 +182,7 @@ struct BenchOptions {
   std::vector<PressConfig> presses;  // --press SPEC (repeatable) with --kv-budget L: tg at depth > 0 also with it
   int ubatch = 512;                  // -ub
   std::string cache_type = "f32";    // -ctk/-ctv
-  std::string precision = "exact";   // --precision exact|fast (--fast)
+  std::string precision;             // --precision exact|fast (--fast); empty = $MOMENTKV_PRECISION, else fast
   bool mlock = false;                // --mlock
   bool no_mmap = false;              // --no-mmap: read the model into huge-page memory
   bool fresh_depth = false;          // --fresh-depth: re-prefill the depth before every repetition

@@ -13,6 +13,7 @@
 #include "core/error.h"
 #include "core/message_text.h"
 #include "kv/press_registry.h"
+#include "ops/cpu_features.h"
 
 namespace {
 
@@ -59,7 +60,7 @@ void add_cache_type_flag(CLI::App& cmd, std::string& cache_type) {
 void add_precision_flags(CLI::App& cmd, std::string& precision, const char* default_text) {
   cmd.add_option("--precision", precision,
                  fmt::format("matmul precision: exact | fast (8-bit activations x integer weight codes for decode, "
-                             "Q8_0/Q4_0/Q4_1/Q5_0/Q5_1/Q4_K/Q5_K/Q6_K; default {})",
+                             "Q8_0/Q4_0/Q4_1/Q5_0/Q5_1/Q4_K/Q5_K/Q6_K weights; default {})",
                              default_text))
       ->check(CLI::IsMember({"exact", "fast"}));
   cmd.add_flag_callback("--fast", [&precision] { precision = "fast"; }, "same as --precision fast");
@@ -107,7 +108,8 @@ void add_model_flags(CLI::App& cmd, ModelOptions& m) {
   cmd.add_option("--ubatch-size", m.ubatch, "prefill chunk size in tokens (-ub)")->capture_default_str();
   cmd.add_option("-c,--ctx-size", m.ctx, "context size (0 = from model)")->capture_default_str();
   add_cache_type_flag(cmd, m.cache_type);
-  add_precision_flags(cmd, m.precision, "exact, or $MOMENTKV_PRECISION");
+  add_precision_flags(cmd, m.precision,
+                      fmt::format("$MOMENTKV_PRECISION, else {}", m.default_precision).c_str());
   cmd.add_flag("--no-mmap", m.no_mmap, kNoMmapHelp);
 }
 
@@ -130,7 +132,19 @@ int main(int argc, char** argv) {
   mkv::cli::set_command_line(argc, argv);
   CLI::App app{"momentkv: long-context LLM inference on a fixed KV-cache budget", "momentkv"};
   app.require_subcommand(1);
+  // The build (commit, CPU) and the matrix kernels this host runs (src/ops/cpu_features.h).
+  app.set_version_flag("--version", [] {
+    std::string kernels;
+    try {
+      kernels = mkv::cpu_variant_summary();
+    } catch (const mkv::MkvError& e) {
+      kernels = std::string("kernels: error: ") + e.what();
+    }
+    return fmt::format("momentkv · {}\n{}", kernels, mkv::cli::provenance_line());
+  });
+
   GenerateOptions gen;
+  gen.model.default_precision = "fast";
   auto* generate = app.add_subcommand("generate", "generate text from a prompt (llama.cpp flags)");
   add_model_flags(*generate, gen.model);
   generate->add_option("-p,--prompt", gen.prompt, "prompt text");
@@ -222,7 +236,7 @@ int main(int argc, char** argv) {
   bench_press.kv_budget_flag = bench->add_option("--kv-budget", bench_press.kv_budget, "budget L (tokens per KV head) for the presses");
   bench->add_option("--ubatch-size", bo.ubatch, "prefill chunk size in tokens (-ub)")->capture_default_str();
   add_cache_type_flag(*bench, bo.cache_type);
-  add_precision_flags(*bench, bo.precision, "exact");
+  add_precision_flags(*bench, bo.precision, "$MOMENTKV_PRECISION, else fast");
   bench->add_flag("--mlock", bo.mlock, "lock the model (and all memory) in RAM");
   bench->add_flag("--no-mmap", bo.no_mmap, kNoMmapHelp);
   bench->add_flag("--fresh-depth", bo.fresh_depth, "re-prefill the depth before every repetition (default: once per test)");
@@ -265,6 +279,7 @@ int main(int argc, char** argv) {
   eval_longbench->add_option("--datasets", elb.datasets, "comma-separated datasets (default: every file in --data)");
   eval_longbench->add_option("--max-length", elb.max_length, "prompt tokens after middle truncation (0 = context − generation length)");
   ServeOptions srv;
+  srv.model.default_precision = "fast";
   PressFlags serve_press;
   auto* serve_cmd = app.add_subcommand("serve", "OpenAI-compatible HTTP server: /v1/completions, /v1/chat/completions, "
                                                 "per-request kv_press / kv_budget (llama-server flags)");

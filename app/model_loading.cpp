@@ -48,6 +48,17 @@ std::string find_shared_asset(const std::string& relative) {
   return "";
 }
 
+std::string resolve_precision(const std::string& flag, const std::string& command_default) {
+  auto checked = [](const std::string& value, const char* source) {
+    MKV_CHECK(value == "exact" || value == "fast", "{} must be exact or fast, got '{}'", source, value);
+    return value;
+  };
+  if (!flag.empty()) return checked(flag, "--precision");
+  const char* env = std::getenv("MOMENTKV_PRECISION");
+  if (env != nullptr && *env != '\0') return checked(env, "MOMENTKV_PRECISION");
+  return checked(command_default, "the command's default precision");
+}
+
 LoadedModel load_model(const ModelOptions& options) {
   MKV_CHECK(options.threads >= 0, "-t must be >= 0, got {}", options.threads);
   MKV_CHECK(options.threads <= max_thread_count(),
@@ -60,8 +71,9 @@ LoadedModel load_model(const ModelOptions& options) {
   MKV_CHECK(options.cache_type == "f32" || options.cache_type == "f16",
             "unsupported cache type '{}' (supported: f32, f16)", options.cache_type);
   set_num_threads(options.threads);
-  if (!options.precision.empty())
-    set_matmul_precision(options.precision == "fast" ? MatmulPrecision::Fast : MatmulPrecision::Exact);
+  set_matmul_precision(resolve_precision(options.precision, options.default_precision) == "fast"
+                           ? MatmulPrecision::Fast
+                           : MatmulPrecision::Exact);
 
   LoadedModel loaded;
   const auto load = options.no_mmap ? GgufFile::Load::Read : GgufFile::Load::Mmap;

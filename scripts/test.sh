@@ -57,5 +57,13 @@ if [ "$pytest_rc" -ne 0 ]; then
   exit 1
 fi
 
+echo "== golden logits on every kernel variant this host runs (MOMENTKV_CPU)" >&2
+variants=$(build/momentkv --version | sed -n 's/.*(available: \([^;]*\);.*/\1/p' | tr -d ,)
+[ -n "$variants" ] || { echo "test: momentkv --version named no kernel variants" >&2; exit 1; }
+for variant in $variants; do
+  echo "-- MOMENTKV_CPU=$variant" >&2
+  MOMENTKV_CPU=$variant build/tests/test_engine --gtest_brief=1 --gtest_filter='Stories260K.*:*ArchGolden*'
+done
+
 echo "== full suite (Release, native kernels)" >&2
 ctest --test-dir build --output-on-failure -j "$jobs" "$@"

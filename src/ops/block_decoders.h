@@ -26,11 +26,18 @@
 #include <cstring>
 #include <utility>
 
-#include "core/error.h"
 #include "ops/ggml_type.h"
 #include "ops/simd.h"
 
 namespace mkv::decoders {
+
+// Throws MkvError naming a type without a decoder (defined in quant.cpp, outside the kernel
+// variants, so that none of them instantiates the error formatting code).
+[[noreturn]] void throw_unsupported_type(GgmlType type);
+
+}  // namespace mkv::decoders
+
+namespace mkv::decoders::inline MKV_SIMD_NS {
 
 using simd::F8;
 using simd::I8;
@@ -213,7 +220,7 @@ struct KQuant4or5 : ScaledDecode<KQuant4or5<kHighBits>> {
 using Q4_K = KQuant4or5<false>;
 using Q5_K = KQuant4or5<true>;
 
-#if MOMENTKV_NATIVE
+#if MKV_SIMD >= 2
 // code6 − 32 of the 32 values 128h + 32q .. +31 of a Q6_K block (layout below), as signed bytes.
 inline __m256i q6k_signed_codes(const uint8_t* block, int h, int q) {
   const __m256i low_bytes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + 64 * h + 32 * (q & 1)));
@@ -244,7 +251,7 @@ struct Q6_K : ScaledDecode<Q6_K> {
   }
   template <typename Sink>
   static void decode_codes(const uint8_t* block, Sink&& sink) {
-#if MOMENTKV_NATIVE
+#if MKV_SIMD >= 2
     // 32 codes at a time with byte operations, then widened 8 at a time (the portable form below
     // spends ~10 operations per 8 values, which makes exact Q6_K decode compute-bound).
     for (int h = 0; h < 2; ++h)
@@ -282,7 +289,7 @@ inline float float_type_value(GgmlType type, const uint8_t* row, int64_t i) {
     case GgmlType::F32: return reinterpret_cast<const float*>(row)[i];
     case GgmlType::F16: return fp16_to_f32_inline(load_u16(row + 2 * i));
     case GgmlType::BF16: return bf16_to_f32_inline(load_u16(row + 2 * i));
-    default: fail("internal error: {} is not a float type", ggml_type_info(type).name);
+    default: throw_unsupported_type(type);  // not a float type: a caller's bug
   }
 }
 
@@ -301,8 +308,8 @@ decltype(auto) visit_decoder(GgmlType type, F&& f) {
     case GgmlType::Q4_K: return f.template operator()<Q4_K>();
     case GgmlType::Q5_K: return f.template operator()<Q5_K>();
     case GgmlType::Q6_K: return f.template operator()<Q6_K>();
-    default: fail("tensor type {} is not supported by the kernels", ggml_type_info(type).name);
+    default: throw_unsupported_type(type);
   }
 }
 
-}  // namespace mkv::decoders
+}  // namespace mkv::decoders::inline MKV_SIMD_NS

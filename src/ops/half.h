@@ -1,16 +1,14 @@
 // Inline fp16 / bf16 <-> float32 conversions (private to src/ops; the public wrappers are in
-// quant.h). Native build: F16C instructions; portable build: bit manipulation with the same
-// results (round to nearest even, subnormals kept, NaN made quiet with its top payload bits).
+// quant.h). MKV_SIMD >= 2 (simd_level.h): F16C instructions; portable code: bit manipulation with
+// the same results (round to nearest even, subnormals kept, NaN made quiet with its top payload bits).
 #pragma once
 
 #include <cstdint>
 #include <cstring>
 
-#if MOMENTKV_NATIVE
-#include <immintrin.h>
-#endif
+#include "ops/simd_level.h"
 
-namespace mkv {
+namespace mkv::inline MKV_SIMD_NS {
 
 inline uint32_t f32_bits(float f) {
   uint32_t u;
@@ -36,7 +34,7 @@ inline uint32_t load_u32(const uint8_t* p) {
 }
 
 inline float fp16_to_f32_inline(uint16_t h) {
-#if MOMENTKV_NATIVE
+#if MKV_SIMD >= 2
   return _cvtsh_ss(h);
 #else
   const uint32_t sign = uint32_t{h & 0x8000u} << 16;
@@ -52,7 +50,7 @@ inline float fp16_to_f32_inline(uint16_t h) {
 }
 
 inline uint16_t f32_to_fp16_inline(float f) {
-#if MOMENTKV_NATIVE
+#if MKV_SIMD >= 2
   return static_cast<uint16_t>(_cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT));
 #else
   const uint32_t u = f32_bits(f);
@@ -81,4 +79,4 @@ inline uint16_t f32_to_bf16_inline(float f) {
   return static_cast<uint16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
 }
 
-}  // namespace mkv
+}  // namespace mkv::inline MKV_SIMD_NS

@@ -1,5 +1,5 @@
-// Helpers shared by the integer decode kernels (matmul_int8.cpp, matmul_int8_kquants.cpp);
-// private to src/ops.
+// Helpers shared by the integer decode kernels (matmul_int8_kernels.h,
+// matmul_int8_kquant_kernels.h); private to src/ops.
 #pragma once
 
 #include <cstdint>
@@ -7,28 +7,31 @@
 #include "ops/half.h"
 #include "ops/simd.h"
 
-namespace mkv::int8_dots {
+namespace mkv::int8_dots::inline MKV_SIMD_NS {
 
 inline float fp16_at(const uint8_t* p) { return fp16_to_f32_inline(load_u16(p)); }
 
-#if MOMENTKV_NATIVE
+#if MKV_SIMD >= 2
 
-// Sum over pairs of products of signed bytes, as 8 floats (exact integers below 2^24): int32
-// lane i holds bytes 4i .. 4i+3 (lanes 0-3 the first 16 bytes, 4-7 the last 16).
-inline __m256 dot_s8(__m256i w, __m256i x) {
-  const __m256i aw = _mm256_sign_epi8(w, w);
-  const __m256i sx = _mm256_sign_epi8(x, w);
-  const __m256i d16 = _mm256_maddubs_epi16(aw, sx);
-  return _mm256_cvtepi32_ps(_mm256_madd_epi16(d16, _mm256_set1_epi16(1)));
+// Unsigned weight codes (at most 128) times signed activation codes: int32 lane i = the sum of
+// the products of bytes 4i .. 4i+3 (lanes 0-3 the first 16 bytes, 4-7 the last 16), exact.
+// AVX-512: one VNNI vpdpbusd; AVX2: vpmaddubsw (pairs to int16: |sum| <= 2·128·127 < 2^15, no
+// saturation) then vpmaddwd with ones. Both give the same integers.
+inline __m256i dot_u8_i32(__m256i w, __m256i x) {
+#if MKV_SIMD >= 3
+  return _mm256_dpbusd_epi32(_mm256_setzero_si256(), w, x);
+#else
+  return _mm256_madd_epi16(_mm256_maddubs_epi16(w, x), _mm256_set1_epi16(1));
+#endif
 }
-// Unsigned weight codes (at most 63) times signed activation codes, lanes as dot_s8.
-inline __m256 dot_u8(__m256i w, __m256i x) {
-  const __m256i d16 = _mm256_maddubs_epi16(w, x);
-  return _mm256_cvtepi32_ps(_mm256_madd_epi16(d16, _mm256_set1_epi16(1)));
-}
+// dot_u8_i32 as 8 floats (exact: the sums stay below 2^24).
+inline __m256 dot_u8(__m256i w, __m256i x) { return _mm256_cvtepi32_ps(dot_u8_i32(w, x)); }
+// Signed weight codes times signed activation codes, lanes as dot_u8: |w| and x with w's sign
+// (the sign trick: the unsigned operand must be the weight's magnitude).
+inline __m256 dot_s8(__m256i w, __m256i x) { return dot_u8(_mm256_sign_epi8(w, w), _mm256_sign_epi8(x, w)); }
 inline __m256i load32(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
 inline float hsum(__m256 a) { return simd::hsum(simd::F8{a}); }
 
 #endif
 
-}  // namespace mkv::int8_dots
+}  // namespace mkv::int8_dots::inline MKV_SIMD_NS

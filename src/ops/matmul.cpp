@@ -1,297 +1,17 @@
-// matmul / dot_row: one generic kernel for every weight type. Weight blocks are decoded on the fly
-// (block_decoders.h) into 8-float vectors that feed FMAs against float32 activations; nothing is
-// quantised on the activation side (MatmulPrecision::Fast sends decode-sized products of the
-// integer-friendly types to matmul_int8 instead).
-//
-// Blocking: the output (n_tokens x rows) is split into work items of up to kItemTokens tokens x
-// kItemRows rows, shared among threads.
-// - Prefill-sized items (more than kTileTokens tokens) run as a GEMM: for each range of
-//   kPanelCols columns and each kPanelRows rows, the weights are decoded once into a transposed
-//   float panel (column-major: the kPanelRows values of one column are adjacent, 16 KiB, in L1)
-//   and every group of up to kBlockTokens tokens adds rank-1 updates to a kBlockTokens x kPanelRows
-//   block of y held in 12 registers (per column: 2 panel loads, 6 broadcasts, 12 FMAs).
-// - Decode-sized items take each weight row's dot products with kTileTokens or 1 tokens,
-//   decoding blocks straight into the FMAs (quantised types: codes x activations per sub-block,
-//   its scale applied once) and streaming one row at a time.
+// matmul / dot_row: argument checks, the choice between the float kernels and the integer decode
+// path, and the call into the kernel variant in use (cpu_features.h). The kernels themselves are
+// in matmul_float_kernels.h and matmul_int8_kernels.h, compiled once per variant
+// (kernels_*.cpp).
 #include "ops/matmul.h"
 
-#include <algorithm>
-#include <utility>
 #include <vector>
 
 #include "core/error.h"
-#include "ops/block_decoders.h"
+#include "ops/kernel_table.h"
 #include "ops/matmul_int8.h"
 
 namespace mkv {
 namespace {
-
-using simd::F8;
-
-constexpr int64_t kMinParallelMacs = 1 << 18;  // multiply-adds below which one thread is faster
-constexpr int kTileTokens = 3;
-constexpr int64_t kItemRows = 64;
-constexpr int64_t kItemTokens = 128;  // fewer: each weight panel is packed more often; more: x leaves L2
-constexpr int kPanelRows = 16;      // two 8-lane vectors per panel column
-constexpr int64_t kPanelCols = 256; // a multiple of every block size; 256 x 16 floats = 16 KiB
-constexpr int kBlockTokens = 6;     // 6 x 2 accumulators + 2 panel vectors + 1 broadcast = 15 registers
-
-// The part of y that one work item owns, and where its inputs are.
-struct Item {
-  const uint8_t* weights;  // row 0 of the matrix
-  std::size_t row_bytes;
-  const float* x;          // (n_tokens, cols)
-  float* y;                // (n_tokens, rows)
-  int64_t rows;            // matrix rows (the stride of y)
-  int64_t cols;            // matrix cols (the stride of x)
-  int64_t row_begin, row_end, token_begin, token_end;
-  const float* x_sums = nullptr;  // (n_tokens, cols / kSubBlock) for decoders with offsets (x_sub_sums)
-};
-
-// One weight row against some tokens, all positioned at the first column.
-struct RowOperands {
-  const uint8_t* w;       // the weight row
-  const float* x;         // first of the tokens' activations
-  int64_t x_stride;       // floats from one token's activations to the next
-  float* y;               // y of the first token at this row
-  int64_t y_stride;       // floats from one token's outputs to the next
-  int64_t n_blocks;       // decoder blocks in the row
-  const float* x_sums;    // types with sub-block offsets: sums of x over each sub-block; else null
-  int64_t x_sums_stride;  // floats from one token's sums to the next
-};
-
-// y[t] += dot(weight row, token t) for T tokens. Each token sums into kChains independent
-// accumulators (8-wide group i of the row goes to chain i % kChains): with one accumulator, a
-// one-token row waits out the FMA latency at every group. Two chains hide that latency; more
-// only add register pressure.
-//
-// Sub-block-scaled types (decoders::SubBlockScaled: the quantised ones) sum code × x over each
-// sub-block in two partial chains and apply its scale once, sub-block i of a step feeding chain
-// i % kChains, and its offset (if any) once per token as offset × (the sub-block's sum of x, in
-// op.x_sums): one multiply per sub-block instead of one multiply (and add) per group, which
-// matters because exact decode of quantised weights is partly compute-bound.
-template <typename Decoder, int T>
-void add_row_dots(const RowOperands& op) {
-  constexpr int kChains = 2;
-  constexpr int kGroups = Decoder::kBlockSize / 8;  // 8-wide groups per block
-  constexpr bool kScaled = decoders::SubBlockScaled<Decoder>;
-  constexpr int kSubs = [] {  // scales per block
-    if constexpr (kScaled) return Decoder::kBlockSize / Decoder::kSubBlock;
-    else return 0;
-  }();
-  constexpr int kSteps = kScaled ? kSubs : kGroups;  // chain-feeding steps per block
-  constexpr int kUnroll = kChains > kSteps ? kChains / kSteps : 1;  // blocks per loop step
-  F8 acc[T][kChains];
-  for (auto& chains : acc)
-    for (auto& a : chains) a = simd::f8_zero();
-  float offset_sum[T] = {};  // Σ offset × sub-block sum of x, per token
-  // Adds block b; its groups (or sub-blocks) feed chains (u * kSteps + i) % kChains.
-  auto add_block = [&](int64_t b, int u) {
-    const float* x = op.x + b * Decoder::kBlockSize;
-    const uint8_t* block = op.w + b * Decoder::kBlockBytes;
-    if constexpr (kScaled) {
-      constexpr int kSubGroups = Decoder::kSubBlock / 8;
-      static_assert(kSubGroups >= 2, "two partial chains per sub-block");
-      float scale[kSubs], offset[kSubs];
-      Decoder::sub_scales(block, scale, offset);
-      F8 partial[T][2];  // code · x over the current sub-block's even / odd groups
-      Decoder::decode_codes(block, [&](int g, F8 codes) {
-        const int local = g % kSubGroups;
-        for (int t = 0; t < T; ++t) {
-          const F8 xv = simd::f8_load(x + t * op.x_stride + 8 * g);
-          partial[t][local & 1] = local < 2 ? codes * xv : simd::fmadd(codes, xv, partial[t][local & 1]);
-        }
-        if (local == kSubGroups - 1) {  // the sub-block is complete
-          const int sub = g / kSubGroups, c = (u * kSubs + sub) % kChains;
-          const F8 sub_scale = simd::f8_set1(scale[sub]);
-          for (int t = 0; t < T; ++t) acc[t][c] = simd::fmadd(partial[t][0] + partial[t][1], sub_scale, acc[t][c]);
-        }
-      });
-      if constexpr (Decoder::kHasOffset)
-        for (int t = 0; t < T; ++t)
-          for (int sub = 0; sub < kSubs; ++sub)
-            offset_sum[t] += offset[sub] * op.x_sums[t * op.x_sums_stride + b * kSubs + sub];
-    } else {
-      Decoder::decode(block, [&](int g, F8 w) {
-        const int c = (u * kGroups + g) % kChains;
-        for (int t = 0; t < T; ++t) acc[t][c] = simd::fmadd(w, simd::f8_load(x + t * op.x_stride + 8 * g), acc[t][c]);
-      });
-    }
-  };
-  // Prefetch once per cache line (blocks of F16/BF16/F32 are smaller than a line).
-  constexpr int64_t kBlocksPerPrefetch = std::max<int64_t>(1, 64 / Decoder::kBlockBytes);
-  int64_t b = 0;
-  for (; b + kUnroll <= op.n_blocks; b += kUnroll)
-    [&]<int... U>(std::integer_sequence<int, U...>) {
-      ((((b + U) % kBlocksPerPrefetch == 0 ? simd::prefetch_ahead(op.w + (b + U) * Decoder::kBlockBytes) : void()),
-        add_block(b + U, U)),
-       ...);
-    }(std::make_integer_sequence<int, kUnroll>{});
-  for (; b < op.n_blocks; ++b) add_block(b, 0);
-  for (int t = 0; t < T; ++t) {
-    F8 sum = acc[t][0];
-    for (int c = 1; c < kChains; ++c) sum = sum + acc[t][c];
-    op.y[t * op.y_stride] += simd::hsum(sum) + offset_sum[t];
-  }
-}
-
-// One weight row against n_tokens tokens, kTileTokens at a time while they last.
-template <typename Decoder>
-void add_row(RowOperands op, int64_t n_tokens) {
-  for (int64_t t0 = 0; t0 < n_tokens;) {
-    const int T = n_tokens - t0 >= kTileTokens ? kTileTokens : 1;
-    if (T == kTileTokens)
-      add_row_dots<Decoder, kTileTokens>(op);
-    else
-      add_row_dots<Decoder, 1>(op);
-    op.x += T * op.x_stride;
-    op.y += T * op.y_stride;
-    if (op.x_sums) op.x_sums += T * op.x_sums_stride;
-    t0 += T;
-  }
-}
-
-// Decodes blocks [0, n_blocks) of kPanelRows rows (w_stride bytes apart) into a transposed panel:
-// panel[c * kPanelRows + r] = weight (r, c), for c < n_blocks * kBlockSize.
-template <typename Decoder>
-void pack_panel(const uint8_t* w, std::size_t w_stride, int64_t n_blocks, float* panel) {
-  alignas(32) F8 block[8][Decoder::kBlockSize / 8];  // one decoder block of 8 rows
-  for (int r0 = 0; r0 < kPanelRows; r0 += 8)
-    for (int64_t b = 0; b < n_blocks; ++b) {
-      for (int r = 0; r < 8; ++r)
-        Decoder::decode(w + (r0 + r) * w_stride + b * Decoder::kBlockBytes, [&](int g, F8 v) { block[r][g] = v; });
-      for (int g = 0; g < Decoder::kBlockSize / 8; ++g) {
-        F8 columns[8];
-        for (int r = 0; r < 8; ++r) columns[r] = block[r][g];
-        simd::transpose8(columns);
-        float* out = panel + (b * Decoder::kBlockSize + 8 * g) * kPanelRows + r0;
-        for (int c = 0; c < 8; ++c) simd::f8_store(out + c * kPanelRows, columns[c]);
-      }
-    }
-}
-
-// Asks for the weights of the panel pack_panel will read next (into L2), so that the DRAM reads
-// overlap the current panel's FMAs: the panel's 16 row pieces are too short for the hardware
-// prefetcher to pick up on its own.
-template <typename Decoder>
-void prefetch_panel(const uint8_t* w, std::size_t w_stride, int64_t n_blocks) {
-  const std::size_t bytes = static_cast<std::size_t>(n_blocks) * Decoder::kBlockBytes;
-  for (int r = 0; r < kPanelRows; ++r)
-    for (std::size_t offset = 0; offset < bytes; offset += 64) __builtin_prefetch(w + r * w_stride + offset, 0, 2);
-}
-
-// y[t][0..kPanelRows) += sum over c < n_cols of x[t][c] * panel column c, for T tokens.
-template <int T>
-void add_panel_block(const float* panel, int64_t n_cols, const float* x, int64_t x_stride, float* y,
-                     int64_t y_stride) {
-  F8 acc[T][2];
-  for (auto& a : acc) a[0] = a[1] = simd::f8_zero();
-  for (int64_t c = 0; c < n_cols; ++c) {
-    const F8 w0 = simd::f8_load(panel + c * kPanelRows), w1 = simd::f8_load(panel + c * kPanelRows + 8);
-    for (int t = 0; t < T; ++t) {
-      const F8 xv = simd::f8_set1(x[t * x_stride + c]);
-      acc[t][0] = simd::fmadd(xv, w0, acc[t][0]);
-      acc[t][1] = simd::fmadd(xv, w1, acc[t][1]);
-    }
-  }
-  for (int t = 0; t < T; ++t) {
-    float* out = y + t * y_stride;
-    simd::f8_store(out, simd::f8_load(out) + acc[t][0]);
-    simd::f8_store(out + 8, simd::f8_load(out + 8) + acc[t][1]);
-  }
-}
-
-// All of the item's tokens against one packed panel (x and y positioned at its first column / row).
-void add_panel(const float* panel, int64_t n_cols, const float* x, int64_t x_stride, float* y, int64_t y_stride,
-               int64_t n_tokens) {
-  for (int64_t t0 = 0; t0 < n_tokens; t0 += kBlockTokens) {
-    const float* xt = x + t0 * x_stride;
-    float* yt = y + t0 * y_stride;
-    switch (std::min<int64_t>(kBlockTokens, n_tokens - t0)) {
-      case 6: add_panel_block<6>(panel, n_cols, xt, x_stride, yt, y_stride); break;
-      case 5: add_panel_block<5>(panel, n_cols, xt, x_stride, yt, y_stride); break;
-      case 4: add_panel_block<4>(panel, n_cols, xt, x_stride, yt, y_stride); break;
-      case 3: add_panel_block<3>(panel, n_cols, xt, x_stride, yt, y_stride); break;
-      case 2: add_panel_block<2>(panel, n_cols, xt, x_stride, yt, y_stride); break;
-      default: add_panel_block<1>(panel, n_cols, xt, x_stride, yt, y_stride); break;
-    }
-  }
-}
-
-// Columns past the last whole decoder block (float types only, fewer than 8 per row).
-void add_tail_columns(GgmlType type, const Item& item, int64_t first_col) {
-  for (int64_t t = item.token_begin; t < item.token_end; ++t)
-    for (int64_t r = item.row_begin; r < item.row_end; ++r) {
-      float sum = 0.0f;
-      for (int64_t c = first_col; c < item.cols; ++c)
-        sum += decoders::float_type_value(type, item.weights + r * item.row_bytes, c) * item.x[t * item.cols + c];
-      item.y[t * item.rows + r] += sum;
-    }
-}
-
-// Computes the item's part of y: whole panels of kPanelRows rows as a GEMM when the item has more
-// than kTileTokens tokens; the other rows (all of them for decode-sized items) one weight row at
-// a time, decoding blocks straight into the FMAs. Decode-sized items stream one row at a time:
-// there is no reuse to gain from several rows at once, and several concurrent row streams were
-// slower than one.
-template <typename Decoder>
-void run_item(GgmlType type, const Item& item) {
-  const int64_t n_tokens = item.token_end - item.token_begin;
-  for (int64_t t = item.token_begin; t < item.token_end; ++t)
-    std::fill(item.y + t * item.rows + item.row_begin, item.y + t * item.rows + item.row_end, 0.0f);
-
-  const int64_t n_blocks = item.cols / Decoder::kBlockSize;
-  const float* x = item.x + item.token_begin * item.cols;
-  float* y = item.y + item.token_begin * item.rows;
-  int64_t r0 = item.row_begin;
-  if (n_tokens > kTileTokens) {
-    static_assert(kPanelCols % Decoder::kBlockSize == 0, "a panel holds whole decoder blocks");
-    constexpr int64_t kPanelBlocks = kPanelCols / Decoder::kBlockSize;
-    alignas(64) float panel[kPanelCols * kPanelRows];  // (kPanelCols, kPanelRows) decoded weights, transposed
-    for (; item.row_end - r0 >= kPanelRows; r0 += kPanelRows)
-      for (int64_t b0 = 0; b0 < n_blocks; b0 += kPanelBlocks) {
-        const int64_t blocks = std::min(kPanelBlocks, n_blocks - b0);
-        pack_panel<Decoder>(item.weights + r0 * item.row_bytes + b0 * Decoder::kBlockBytes, item.row_bytes, blocks, panel);
-        // The next panel: the next columns of these rows, else the first columns of the next rows.
-        if (b0 + kPanelBlocks < n_blocks)
-          prefetch_panel<Decoder>(item.weights + r0 * item.row_bytes + (b0 + kPanelBlocks) * Decoder::kBlockBytes,
-                                  item.row_bytes, std::min(kPanelBlocks, n_blocks - b0 - kPanelBlocks));
-        else if (item.row_end - r0 >= 2 * kPanelRows)
-          prefetch_panel<Decoder>(item.weights + (r0 + kPanelRows) * item.row_bytes, item.row_bytes, std::min(kPanelBlocks, n_blocks));
-        add_panel(panel, blocks * Decoder::kBlockSize, x + b0 * Decoder::kBlockSize, item.cols, y + r0, item.rows,
-                  n_tokens);
-      }
-  }
-  int64_t n_sub = 0;  // sub-block sums per token
-  if constexpr (decoders::SubBlockScaled<Decoder>) n_sub = item.cols / Decoder::kSubBlock;
-  const float* x_sums = item.x_sums ? item.x_sums + item.token_begin * n_sub : nullptr;
-  for (; r0 < item.row_end; ++r0)
-    add_row<Decoder>({item.weights + r0 * item.row_bytes, x, item.cols, y + r0, item.rows, n_blocks, x_sums, n_sub},
-                     n_tokens);
-  if (n_blocks * Decoder::kBlockSize < item.cols) add_tail_columns(type, item, n_blocks * Decoder::kBlockSize);
-}
-
-// For decoders with sub-block offsets: the sums of x over every sub-block, (n_tokens, cols /
-// kSubBlock), in a buffer of the calling thread (read by the team during this product); else null.
-template <typename Decoder>
-const float* x_sub_sums(const float* x, int64_t n_tokens, int64_t cols) {
-  if constexpr (decoders::SubBlockScaled<Decoder>) {
-    if constexpr (Decoder::kHasOffset) {
-      thread_local std::vector<float> sums;
-      const int64_t n_sub = cols / Decoder::kSubBlock;
-      sums.resize(static_cast<std::size_t>(n_tokens * n_sub));
-      for (int64_t t = 0; t < n_tokens; ++t)
-        for (int64_t s = 0; s < n_sub; ++s) {
-          const float* v = x + t * cols + s * Decoder::kSubBlock;
-          F8 sum = simd::f8_load(v);
-          for (int i = 8; i < Decoder::kSubBlock; i += 8) sum = sum + simd::f8_load(v + i);
-          sums[t * n_sub + s] = simd::hsum(sum);
-        }
-      return sums.data();
-    }
-  }
-  return nullptr;
-}
 
 void check_matrix(const WeightMatrix& w) {
   const auto& info = ggml_type_info(w.type);
@@ -299,6 +19,15 @@ void check_matrix(const WeightMatrix& w) {
             w.rows, w.cols);
   MKV_CHECK(w.cols % info.block_size == 0, "{} weight matrix has {} columns, not a multiple of the block size {}",
             info.name, w.cols, info.block_size);
+}
+
+// The float kernels' scratch (KernelTable::matmul_float): n_tokens * cols / 16 floats, owned by
+// the calling thread and reused across products.
+float* sums_scratch(int64_t n_tokens, int64_t cols) {
+  thread_local std::vector<float> sums;
+  const auto needed = static_cast<std::size_t>(n_tokens * (cols / 16) + 1);
+  if (sums.size() < needed) sums.resize(needed);
+  return sums.data();
 }
 
 }  // namespace
@@ -309,42 +38,16 @@ void matmul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y) {
   // Decode-sized batches in Fast precision: 8-bit activations, integer dot products.
   if (n_tokens <= kInt8MaxTokens && matmul_precision() == MatmulPrecision::Fast && matmul_int8_supported(w.type))
     return matmul_int8(w, x, n_tokens, y);
-  // Token batches of (nearly) equal size, at most kItemTokens each, rounded up to whole register
-  // blocks so that only the last batch ends in a partial (slower) block.
-  const int64_t even_split = (n_tokens + kItemTokens - 1) / kItemTokens;
-  const int64_t item_tokens = ((n_tokens + even_split - 1) / even_split + kBlockTokens - 1) / kBlockTokens * kBlockTokens;
-  const int64_t n_token_items = (n_tokens + item_tokens - 1) / item_tokens;
-  const int64_t n_row_items = (w.rows + kItemRows - 1) / kItemRows;
-  const int64_t n_items = n_token_items * n_row_items;
-  const Item whole{static_cast<const uint8_t*>(w.data), w.row_bytes(), x, y, w.rows, w.cols, 0, 0, 0, 0};
-  // Waking the thread team costs microseconds: small products run on the calling thread.
-  const bool parallel = n_items > 1 && w.rows * w.cols * n_tokens >= kMinParallelMacs;
-
-  decoders::visit_decoder(w.type, [&]<typename Decoder>() {
-    const float* x_sums = x_sub_sums<Decoder>(x, n_tokens, w.cols);
-#pragma omp parallel for schedule(dynamic, 1) if (parallel)
-    for (int64_t i = 0; i < n_items; ++i) {
-      Item item = whole;
-      item.x_sums = x_sums;
-      item.token_begin = (i / n_row_items) * item_tokens;
-      item.token_end = std::min(n_tokens, item.token_begin + item_tokens);
-      item.row_begin = (i % n_row_items) * kItemRows;
-      item.row_end = std::min(w.rows, item.row_begin + kItemRows);
-      run_item<Decoder>(w.type, item);
-    }
-  });
+  kernel_table().matmul_float(w, x, n_tokens, y, sums_scratch(n_tokens, w.cols));
 }
 
 float dot_row(const WeightMatrix& w, int64_t r, const float* x) {
   check_matrix(w);
   MKV_CHECK(r >= 0 && r < w.rows, "row {} out of range for a matrix of {} rows", r, w.rows);
+  // The one-row matrix that starts at row r, against one token (the same sums as matmul's row r).
+  const WeightMatrix row{w.type, static_cast<const uint8_t*>(w.data) + r * w.row_bytes(), 1, w.cols};
   float y = 0.0f;
-  // A one-row, one-token item whose weights start at row r.
-  Item item{static_cast<const uint8_t*>(w.data) + r * w.row_bytes(), w.row_bytes(), x, &y, 1, w.cols, 0, 1, 0, 1};
-  decoders::visit_decoder(w.type, [&]<typename Decoder>() {
-    item.x_sums = x_sub_sums<Decoder>(x, 1, w.cols);
-    run_item<Decoder>(w.type, item);
-  });
+  kernel_table().matmul_float(row, x, 1, &y, sums_scratch(1, w.cols));
   return y;
 }
 

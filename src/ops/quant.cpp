@@ -16,6 +16,10 @@ uint16_t f32_to_fp16(float f) { return f32_to_fp16_inline(f); }
 float bf16_to_f32(uint16_t h) { return bf16_to_f32_inline(h); }
 uint16_t f32_to_bf16(float f) { return f32_to_bf16_inline(f); }
 
+void decoders::throw_unsupported_type(GgmlType type) {
+  fail("tensor type {} is not supported by the kernels", ggml_type_info(type).name);
+}
+
 namespace {
 
 void check_row_length(GgmlType type, int64_t n) {

@@ -1,7 +1,9 @@
 // Eight-lane float and int32 vectors for the block decoders and matrix kernels (private to
-// src/ops). With MOMENTKV_NATIVE they wrap AVX2 registers; otherwise they are plain arrays that the
-// compiler may vectorise. Both give identical results for every operation except fmadd, which is
-// fused (one rounding) in the native build and a multiply then an add in the portable one.
+// src/ops). With MKV_SIMD >= 2 (simd_level.h: AVX2, or AVX-512 kernels, which use these 8-lane
+// helpers where they have no 16-lane code of their own) they wrap AVX2 registers; otherwise they
+// are plain arrays that the compiler may vectorise. Both give identical results for every
+// operation except fmadd, which is fused (one rounding) in native code and a multiply then an add
+// in portable code.
 #pragma once
 
 #include <cstdint>
@@ -10,7 +12,7 @@
 
 #include "ops/half.h"
 
-namespace mkv::simd {
+namespace mkv::simd::inline MKV_SIMD_NS {
 
 // How far ahead of the weight block being read the matrix kernels prefetch. Each weight row is
 // streamed from memory once per token, and the hardware prefetcher stops at 4 KiB page
@@ -25,7 +27,7 @@ inline void prefetch_stream_ahead(const void* p) {
   __builtin_prefetch(static_cast<const char*>(p) + kPrefetchBytes, 0, 0);
 }
 
-#if MOMENTKV_NATIVE
+#if MKV_SIMD >= 2
 
 struct F8 {
   __m256 v;
@@ -182,4 +184,4 @@ inline F8 to_float(I8 a) { return f8_map([&](int i) { return static_cast<float>(
 inline I8 operator&(I8 a, int32_t b) { return a & i8_set1(b); }
 inline I8 operator-(I8 a, int32_t b) { return a - i8_set1(b); }
 
-}  // namespace mkv::simd
+}  // namespace mkv::simd::inline MKV_SIMD_NS

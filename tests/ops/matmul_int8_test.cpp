@@ -1,6 +1,6 @@
 // The integer decode path (8-bit activations x integer weight codes) against float64 references:
 // exact up to float rounding once the activations are the quantised ones, and within the
-// activation-rounding bound of the true product.
+// activation-rounding bound of the true product, under every kernel variant the host runs.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -50,50 +50,70 @@ TEST_P(Int8Type, EqualsTheFloat64ProductWithQuantisedActivations) {
   for (const auto& [rows, cols, tokens] : {std::tuple{7, 32, 1}, std::tuple{67, 256, 1}, std::tuple{130, 2048, 3}}) {
     if (cols % ggml_type_info(GetParam()).block_size != 0) continue;  // K-quants: 256-value blocks
     Problem p(GetParam(), rows, cols, tokens, 11);
-    std::vector<float> y(tokens * rows);
-    matmul_int8(p.w, p.x.data(), tokens, y.data());
-    std::vector<ActBlockQ8> xq(cols / 32);
-    for (int64_t t = 0; t < tokens; ++t) {
-      quantize_activations_q8(p.x.data() + t * cols, cols, xq.data());
-      for (int64_t r = 0; r < rows; ++r) {
-        double ref = 0.0, mag = 0.0;
-        for (int64_t c = 0; c < cols; ++c) {
-          const double xv = static_cast<double>(xq[c / 32].d) * xq[c / 32].q[c % 32];
-          ref += static_cast<double>(p.w_deq[r * cols + c]) * xv;
-          mag += std::fabs(static_cast<double>(p.w_deq[r * cols + c]) * xv);
+    test::for_each_cpu_variant([&](CpuVariant) {
+      std::vector<float> y(tokens * rows);
+      matmul_int8(p.w, p.x.data(), tokens, y.data());
+      std::vector<ActBlockQ8> xq(cols / 32);
+      for (int64_t t = 0; t < tokens; ++t) {
+        quantize_activations_q8(p.x.data() + t * cols, cols, xq.data());
+        for (int64_t r = 0; r < rows; ++r) {
+          double ref = 0.0, mag = 0.0;
+          for (int64_t c = 0; c < cols; ++c) {
+            const double xv = static_cast<double>(xq[c / 32].d) * xq[c / 32].q[c % 32];
+            ref += static_cast<double>(p.w_deq[r * cols + c]) * xv;
+            mag += std::fabs(static_cast<double>(p.w_deq[r * cols + c]) * xv);
+          }
+          ASSERT_NEAR(y[t * rows + r], ref, 1e-5 * mag + 1e-6) << "row " << r << " token " << t;
         }
-        ASSERT_NEAR(y[t * rows + r], ref, 1e-5 * mag + 1e-6) << "row " << r << " token " << t;
       }
-    }
+    });
   }
+}
+
+TEST_P(Int8Type, Avx512VnniGivesTheAvx2Floats) {
+  // The same integer block sums (vpdpbusd vs vpmaddubsw + vpmaddwd) and the same float steps:
+  // bit-identical outputs.
+  if (!cpu_variant_available(CpuVariant::Avx512) || !cpu_variant_available(CpuVariant::Avx2))
+    GTEST_SKIP() << "avx512: " << cpu_variant_unavailable_reason(CpuVariant::Avx512);
+  Problem p(GetParam(), 67, 2048, 3, 17);
+  std::vector<float> avx2(3 * 67), avx512(3 * 67);
+  {
+    test::CpuVariantGuard g(CpuVariant::Avx2);
+    matmul_int8(p.w, p.x.data(), 3, avx2.data());
+  }
+  test::CpuVariantGuard g(CpuVariant::Avx512);
+  matmul_int8(p.w, p.x.data(), 3, avx512.data());
+  EXPECT_EQ(avx2, avx512);
 }
 
 TEST_P(Int8Type, WithinTheActivationRoundingBoundOfTheExactProduct) {
   Problem p(GetParam(), 96, 1024, 2, 5);
-  std::vector<float> y(2 * 96);
-  {
-    PrecisionGuard fast(MatmulPrecision::Fast);
-    matmul(p.w, p.x.data(), 2, y.data());  // dispatches to the integer path
-  }
-  double err2 = 0.0, ref2 = 0.0;
-  for (int64_t t = 0; t < 2; ++t)
-    for (int64_t r = 0; r < 96; ++r) {
-      double ref = 0.0, bound = 0.0;
-      for (int64_t b = 0; b < 1024 / 32; ++b) {
-        double amax = 0.0, wabs = 0.0;
-        for (int i = 0; i < 32; ++i) {
-          const int64_t c = 32 * b + i;
-          ref += static_cast<double>(p.w_deq[r * 1024 + c]) * p.x[t * 1024 + c];
-          amax = std::max(amax, std::fabs(static_cast<double>(p.x[t * 1024 + c])));
-          wabs += std::fabs(static_cast<double>(p.w_deq[r * 1024 + c]));
-        }
-        bound += wabs * amax / 254.0;  // |x - x̂| <= d/2 = amax/254 per value
-      }
-      ASSERT_NEAR(y[t * 96 + r], ref, bound * 1.001 + 1e-4) << "row " << r;
-      err2 += (y[t * 96 + r] - ref) * (y[t * 96 + r] - ref);
-      ref2 += ref * ref;
+  test::for_each_cpu_variant([&](CpuVariant) {
+    std::vector<float> y(2 * 96);
+    {
+      PrecisionGuard fast(MatmulPrecision::Fast);
+      matmul(p.w, p.x.data(), 2, y.data());  // dispatches to the integer path
     }
-  EXPECT_LT(std::sqrt(err2 / ref2), 0.01);  // typical error: well under 1% of the output scale
+    double err2 = 0.0, ref2 = 0.0;
+    for (int64_t t = 0; t < 2; ++t)
+      for (int64_t r = 0; r < 96; ++r) {
+        double ref = 0.0, bound = 0.0;
+        for (int64_t b = 0; b < 1024 / 32; ++b) {
+          double amax = 0.0, wabs = 0.0;
+          for (int i = 0; i < 32; ++i) {
+            const int64_t c = 32 * b + i;
+            ref += static_cast<double>(p.w_deq[r * 1024 + c]) * p.x[t * 1024 + c];
+            amax = std::max(amax, std::fabs(static_cast<double>(p.x[t * 1024 + c])));
+            wabs += std::fabs(static_cast<double>(p.w_deq[r * 1024 + c]));
+          }
+          bound += wabs * amax / 254.0;  // |x - x̂| <= d/2 = amax/254 per value
+        }
+        ASSERT_NEAR(y[t * 96 + r], ref, bound * 1.001 + 1e-4) << "row " << r;
+        err2 += (y[t * 96 + r] - ref) * (y[t * 96 + r] - ref);
+        ref2 += ref * ref;
+      }
+    EXPECT_LT(std::sqrt(err2 / ref2), 0.01);  // typical error: well under 1% of the output scale
+  });
 }
 
 INSTANTIATE_TEST_SUITE_P(QuantisedTypes, Int8Type, ::testing::ValuesIn(kInt8Types),

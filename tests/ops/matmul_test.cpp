@@ -1,4 +1,5 @@
-// matmul and dot_row against a float64 reference built from dequantize_row, for every type.
+// matmul and dot_row against a float64 reference built from dequantize_row, for every type and
+// every kernel variant the host runs, and each variant against the scalar one.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -20,7 +21,7 @@ struct Problem {
   int64_t rows, cols, n_tokens;
 };
 
-void check_against_reference(const Problem& p) {
+void check_one_variant(const Problem& p) {
   const auto weights = test::quantize_matrix(p.type, test::gaussian(p.rows * p.cols, 3, 0.5f), p.rows, p.cols);
   const auto x = test::gaussian(p.n_tokens * p.cols, 5);
   const WeightMatrix w{p.type, weights.data(), p.rows, p.cols};
@@ -43,9 +44,13 @@ void check_against_reference(const Problem& p) {
     }
   }
   if (p.rows * p.n_tokens > 1000)
-    std::printf("%-5s %lldx%lld, %lld tokens: worst relative error %.2e\n",
-                std::string(ggml_type_info(p.type).name).c_str(), (long long)p.rows, (long long)p.cols,
-                (long long)p.n_tokens, worst);
+    std::printf("%-6s %-5s %lldx%lld, %lld tokens: worst relative error %.2e\n",
+                std::string(cpu_variant_name(cpu_variant())).c_str(), std::string(ggml_type_info(p.type).name).c_str(),
+                (long long)p.rows, (long long)p.cols, (long long)p.n_tokens, worst);
+}
+
+void check_against_reference(const Problem& p) {
+  test::for_each_cpu_variant([&](CpuVariant) { check_one_variant(p); });
 }
 
 class MatmulType : public ::testing::TestWithParam<GgmlType> {};
@@ -63,15 +68,75 @@ TEST_P(MatmulType, MatchesFloat64ReferenceOnALargerBlockedShape) {
   check_against_reference({GetParam(), 130, 2048, 70});
 }
 
+TEST_P(MatmulType, MatchesFloat64ReferenceAtTheRegisterBlocksEdges) {
+  // 130 rows: eight 16-row panels and two rows on the row-dot path; 13 and 25 tokens: whole and
+  // partial 6-token register blocks; 2 and 3 tokens: the row-dot tiles; 1056 / 1280 columns: a
+  // last panel narrower than 256 columns.
+  const int64_t cols = ggml_type_info(GetParam()).block_size == 256 ? 1280 : 1056;
+  for (int64_t n_tokens : {2, 3, 13, 25}) check_against_reference({GetParam(), 130, cols, n_tokens});
+}
+
 TEST_P(MatmulType, DotRowEqualsTheMatmulRow) {
   const GgmlType type = GetParam();
   const int64_t rows = 9, cols = 512;
   const auto weights = test::quantize_matrix(type, test::gaussian(rows * cols, 8), rows, cols);
   const auto x = test::gaussian(cols, 9);
   const WeightMatrix w{type, weights.data(), rows, cols};
-  std::vector<float> y(rows);
-  matmul(w, x.data(), 1, y.data());
-  for (int64_t r = 0; r < rows; ++r) EXPECT_EQ(dot_row(w, r, x.data()), y[r]) << r;
+  test::for_each_cpu_variant([&](CpuVariant) {
+    std::vector<float> y(rows);
+    matmul(w, x.data(), 1, y.data());
+    for (int64_t r = 0; r < rows; ++r) EXPECT_EQ(dot_row(w, r, x.data()), y[r]) << r;
+  });
+}
+
+TEST_P(MatmulType, TokensUpToATileGetTheirOneTokenSums) {
+  // model/transformer.cpp's row-invariant decode batches (kRowInvariantTokens = 3) rely on it:
+  // 2 or 3 tokens in one product give each token bit for bit what it gets alone.
+  const GgmlType type = GetParam();
+  const int64_t rows = 40, cols = 1280;
+  const auto weights = test::quantize_matrix(type, test::gaussian(rows * cols, 31), rows, cols);
+  const WeightMatrix w{type, weights.data(), rows, cols};
+  const auto x = test::gaussian(3 * cols, 32);
+  test::for_each_cpu_variant([&](CpuVariant) {
+    for (int64_t n_tokens : {2, 3}) {
+      std::vector<float> together(n_tokens * rows), alone(rows);
+      matmul(w, x.data(), n_tokens, together.data());
+      for (int64_t t = 0; t < n_tokens; ++t) {
+        matmul(w, x.data() + t * cols, 1, alone.data());
+        EXPECT_EQ(std::vector<float>(together.begin() + t * rows, together.begin() + (t + 1) * rows), alone)
+            << n_tokens << " tokens, token " << t;
+      }
+    }
+  });
+}
+
+TEST_P(MatmulType, EveryVariantAgreesWithTheScalarOne) {
+  // Same inputs, scalar vs each variant, GEMV and GEMM sizes: within float rounding of each other
+  // (the summation orders differ), relative to sum |w * x| of the row and token.
+  const GgmlType type = GetParam();
+  const int64_t rows = 70, cols = 1024;
+  const auto values = test::gaussian(rows * cols, 21, 0.5f);
+  const auto weights = test::quantize_matrix(type, values, rows, cols);
+  const WeightMatrix w{type, weights.data(), rows, cols};
+  for (int64_t n_tokens : {1, 40}) {
+    const auto x = test::gaussian(n_tokens * cols, 22);
+    std::vector<float> reference(n_tokens * rows), y(n_tokens * rows), row(cols);
+    {
+      test::CpuVariantGuard scalar(CpuVariant::Scalar);
+      matmul(w, x.data(), n_tokens, reference.data());
+    }
+    test::for_each_cpu_variant([&](CpuVariant) {
+      matmul(w, x.data(), n_tokens, y.data());
+      for (int64_t r = 0; r < rows; ++r) {
+        dequantize_row(type, weights.data() + r * w.row_bytes(), row.data(), cols);
+        for (int64_t t = 0; t < n_tokens; ++t) {
+          double magnitude = 0;
+          for (int64_t c = 0; c < cols; ++c) magnitude += std::fabs(double(row[c]) * x[t * cols + c]);
+          ASSERT_NEAR(y[t * rows + r], reference[t * rows + r], 2e-6 * magnitude) << "row " << r << " token " << t;
+        }
+      }
+    });
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(AllComputableTypes, MatmulType, ::testing::ValuesIn(kComputableTypes),

@@ -1,10 +1,15 @@
-// Shared helpers for the ops tests: seeded Gaussian data and quantised rows.
+// Shared helpers for the ops tests: seeded Gaussian data, quantised rows, and runs under every
+// kernel variant.
 #pragma once
+
+#include <gtest/gtest.h>
 
 #include <cstdint>
 #include <random>
+#include <string>
 #include <vector>
 
+#include "ops/cpu_features.h"
 #include "ops/ggml_type.h"
 #include "ops/quant.h"
 
@@ -30,5 +35,29 @@ inline std::vector<uint8_t> quantize_matrix(GgmlType type, const std::vector<flo
 inline const GgmlType kComputableTypes[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::BF16, GgmlType::Q8_0,
                                             GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1,
                                             GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K};
+
+// Sets the kernel variant for a scope and restores the one in use before.
+class CpuVariantGuard {
+ public:
+  explicit CpuVariantGuard(CpuVariant v) : saved_(cpu_variant()) { set_cpu_variant(v); }
+  ~CpuVariantGuard() { set_cpu_variant(saved_); }
+  CpuVariantGuard(const CpuVariantGuard&) = delete;
+  CpuVariantGuard& operator=(const CpuVariantGuard&) = delete;
+
+ private:
+  CpuVariant saved_;
+};
+
+// Calls fn(variant) under each kernel variant this build and host run (scalar first), each in
+// a SCOPED_TRACE naming it. Variants the host lacks are skipped here; CpuVariants.* tests report
+// them as skipped with the reason.
+template <typename F>
+void for_each_cpu_variant(F&& fn) {
+  for (CpuVariant v : available_cpu_variants()) {
+    SCOPED_TRACE("kernel variant " + std::string(cpu_variant_name(v)));
+    CpuVariantGuard guard(v);
+    fn(v);
+  }
+}
 
 }  // namespace mkv::test

@@ -1,17 +1,23 @@
-// K-quant rows against 8-bit activations (matmul_int8_kquants.h). Layouts as block_decoders.h:
+// K-quant rows against 8-bit activations, compiled once per kernel variant (private to src/ops;
+// included by matmul_int8_kernels.h): a row of 256-value super-blocks against 8-bit activation
+// blocks of 32 values, eight per super-block. Each 32-value sub-block (Q4_K, Q5_K) or half of one
+// (Q6_K) has its own scale, so each activation block meets exactly one weight sub-block:
+//   Σ value·x ≈ Σ_j (d·scale_j)·d_x·Σ code·q_x − (dmin·min_j)·s_x   (s_x = d_x·Σ q_x).
+// Layouts as block_decoders.h:
 //   Q4_K (144 B): fp16 d, dmin; scales[12]; qs[128]; sub-block j = nibble (j & 1) of qs[32(j/2) ..].
 //   Q5_K (176 B): as Q4_K with qh[32] before qs; bit j of qh[l] is the fifth bit of value l of j.
 //   Q6_K (210 B): ql[128]; qh[64]; int8 scales[16]; fp16 d; value 128h + 32q + l has low bits =
 //                 nibble (q >= 2) of ql[64h + 32(q & 1) + l], high bits (qh[32h + l] >> 2q) & 3,
 //                 scale scales[8h + 2q + l/16], value = d·scale·(code6 − 32).
-// The native build sums codes × activation codes exactly in integers (vpmaddubsw/vpmaddwd), the
-// portable build in plain C++: the two differ only in float accumulation order.
-#include "ops/matmul_int8_kquants.h"
+// MKV_SIMD >= 2 sums codes × activation codes exactly in integers (int8_dots.h: vpmaddubsw/vpmaddwd,
+// or VNNI vpdpbusd), the portable code in plain C++: they differ only in float accumulation order.
+#pragma once
 
 #include "ops/block_decoders.h"
 #include "ops/int8_dots.h"
+#include "ops/matmul_int8.h"
 
-namespace mkv {
+namespace mkv::kernels::inline MKV_SIMD_NS {
 namespace {
 
 using decoders::k_scales_mins;
@@ -25,7 +31,7 @@ inline void prefetch_block(const uint8_t* w, std::size_t bytes) {
   for (std::size_t offset = 0; offset < bytes; offset += 64) simd::prefetch_stream_ahead(w + offset);
 }
 
-#if MOMENTKV_NATIVE
+#if MKV_SIMD >= 2
 
 using int8_dots::dot_s8;
 using int8_dots::dot_u8;
@@ -150,10 +156,10 @@ float q6k_row_dot(const uint8_t* w, const ActBlockQ8* x, int64_t n_super) {
 
 #endif
 
-}  // namespace
-
+// w: one row of n_super super-blocks (ggml layout); x: its 8·n_super activation blocks.
 float q4_k_row_dot(const uint8_t* w, const ActBlockQ8* x, int64_t n_super) { return k45_row_dot<false>(w, x, n_super); }
 float q5_k_row_dot(const uint8_t* w, const ActBlockQ8* x, int64_t n_super) { return k45_row_dot<true>(w, x, n_super); }
 float q6_k_row_dot(const uint8_t* w, const ActBlockQ8* x, int64_t n_super) { return q6k_row_dot(w, x, n_super); }
 
-}  // namespace mkv
+}  // namespace
+}  // namespace mkv::kernels::inline MKV_SIMD_NS

@@ -1,0 +1,128 @@
+// Kernel variant selection (cpu_features.h). This file is compiled with the build's flags: it only
+// reads CPUID (through GCC's __builtin_cpu_supports, which also checks that the OS saves the
+// AVX-512 registers) and hands out a variant's table; it runs none of the variant's code.
+#include "ops/cpu_features.h"
+
+#include <fmt/format.h>
+
+#include <atomic>
+#include <cstdlib>
+
+#include "core/error.h"
+#include "ops/kernel_table.h"
+
+namespace mkv {
+namespace {
+
+const KernelTable* table_of(CpuVariant variant) {
+  switch (variant) {
+    case CpuVariant::Scalar: return kScalarKernels;
+    case CpuVariant::Avx2: return kAvx2Kernels;
+    case CpuVariant::Avx512: return kAvx512Kernels;
+  }
+  return nullptr;
+}
+
+// Whether the host runs the instructions a variant's file is compiled for (simd_level.h).
+bool host_runs(CpuVariant variant) {
+#if defined(__x86_64__) || defined(__i386__)
+  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+  switch (variant) {
+    case CpuVariant::Scalar: return true;
+    case CpuVariant::Avx2: return avx2;
+    case CpuVariant::Avx512:
+      return avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+             __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+             __builtin_cpu_supports("avx512vnni");
+  }
+  return false;
+#else
+  return variant == CpuVariant::Scalar;
+#endif
+}
+
+CpuVariant best_available() {
+  CpuVariant best = CpuVariant::Scalar;
+  for (CpuVariant v : kAllCpuVariants)
+    if (cpu_variant_available(v)) best = v;
+  return best;
+}
+
+// The table in use; null until the first product (or set_cpu_variant) chooses one.
+std::atomic<const KernelTable*> g_table{nullptr};
+
+}  // namespace
+
+std::string_view cpu_variant_name(CpuVariant variant) {
+  switch (variant) {
+    case CpuVariant::Scalar: return "scalar";
+    case CpuVariant::Avx2: return "avx2";
+    case CpuVariant::Avx512: return "avx512";
+  }
+  return "unknown";
+}
+
+std::string_view cpu_variant_label(CpuVariant variant) {
+  switch (variant) {
+    case CpuVariant::Scalar: return "scalar";
+    case CpuVariant::Avx2: return "AVX2";
+    case CpuVariant::Avx512: return "AVX-512";
+  }
+  return "unknown";
+}
+
+std::string cpu_variant_unavailable_reason(CpuVariant variant) {
+  if (table_of(variant) == nullptr)
+    return fmt::format("this build has no {} kernels (configured with MOMENTKV_NATIVE=OFF)", cpu_variant_name(variant));
+  if (!host_runs(variant))
+    return variant == CpuVariant::Avx512 ? "this CPU lacks AVX-512 F/BW/VL/DQ with VNNI"
+                                         : "this CPU lacks AVX2/FMA/F16C";
+  return "";
+}
+
+bool cpu_variant_available(CpuVariant variant) { return table_of(variant) != nullptr && host_runs(variant); }
+
+std::vector<CpuVariant> available_cpu_variants() {
+  std::vector<CpuVariant> out;
+  for (CpuVariant v : kAllCpuVariants)
+    if (cpu_variant_available(v)) out.push_back(v);
+  return out;
+}
+
+CpuVariant cpu_variant_from_env(const char* value) {
+  if (value == nullptr || *value == '\0') return best_available();
+  for (CpuVariant v : kAllCpuVariants)
+    if (cpu_variant_name(v) == value) {
+      MKV_CHECK(cpu_variant_available(v), "MOMENTKV_CPU={}: {}", value, cpu_variant_unavailable_reason(v));
+      return v;
+    }
+  fail("MOMENTKV_CPU={}: unknown kernel variant (scalar, avx2 or avx512)", value);
+}
+
+const KernelTable& kernel_table() {
+  const KernelTable* table = g_table.load(std::memory_order_acquire);
+  if (table == nullptr) [[unlikely]] {
+    const KernelTable* chosen = table_of(cpu_variant_from_env(std::getenv("MOMENTKV_CPU")));
+    // Another thread may have chosen first (or set_cpu_variant run): keep its choice.
+    g_table.compare_exchange_strong(table, chosen, std::memory_order_acq_rel);
+    return *g_table.load(std::memory_order_acquire);
+  }
+  return *table;
+}
+
+CpuVariant cpu_variant() { return kernel_table().variant; }
+
+void set_cpu_variant(CpuVariant variant) {
+  MKV_CHECK(cpu_variant_available(variant), "kernel variant {}: {}", cpu_variant_name(variant),
+            cpu_variant_unavailable_reason(variant));
+  g_table.store(table_of(variant), std::memory_order_release);
+}
+
+std::string cpu_variant_summary() {
+  std::vector<std::string_view> names;
+  for (CpuVariant v : available_cpu_variants()) names.push_back(cpu_variant_name(v));
+  return fmt::format("kernels {} (available: {}; MOMENTKV_CPU forces one)", cpu_variant_name(cpu_variant()),
+                     fmt::join(names, ", "));
+}
+
+}  // namespace mkv

@@ -1,0 +1,44 @@
+// Which compiled set of matrix kernels runs: chosen once, at the first matrix product, from CPUID
+// (the best set the host runs) or from the environment variable MOMENTKV_CPU=scalar|avx2|avx512.
+//   scalar  the portable C++ kernels (the reference the others are tested against)
+//   avx2    AVX2/FMA/F16C (what every native build required before run-time dispatch)
+//   avx512  AVX-512 F/BW/VL/DQ with VNNI: vpdpbusd integer dots, EVEX code with 32 registers
+// A native build (MOMENTKV_NATIVE) holds all three and runs on any AVX2 host; a portable build
+// holds only scalar. The choice covers matmul and the integer decode path (matmul.h,
+// matmul_int8.h); the vector and attention kernels (vec.h, attention_kernels.h) are the build's.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace mkv {
+
+enum class CpuVariant { Scalar, Avx2, Avx512 };
+
+inline constexpr CpuVariant kAllCpuVariants[] = {CpuVariant::Scalar, CpuVariant::Avx2, CpuVariant::Avx512};
+
+std::string_view cpu_variant_name(CpuVariant variant);   // "scalar", "avx2", "avx512" (MOMENTKV_CPU values)
+std::string_view cpu_variant_label(CpuVariant variant);  // "scalar", "AVX2", "AVX-512" (tables)
+
+// Empty when this build holds the variant and this host runs it; else why not (one phrase).
+std::string cpu_variant_unavailable_reason(CpuVariant variant);
+bool cpu_variant_available(CpuVariant variant);
+// The available variants, scalar first, the best last.
+std::vector<CpuVariant> available_cpu_variants();
+
+// The variant for a value of MOMENTKV_CPU: nullptr or "" = the best available. Throws MkvError
+// naming the value for an unknown name or a variant this build or host lacks.
+CpuVariant cpu_variant_from_env(const char* value);
+
+// The variant in use; the first call reads MOMENTKV_CPU (throws MkvError as cpu_variant_from_env).
+CpuVariant cpu_variant();
+// Switches every later matrix product to `variant` (tests, comparisons); throws MkvError naming
+// the reason when it is not available. Not to be called while products run on other threads.
+void set_cpu_variant(CpuVariant variant);
+
+// One line for --version and logs: the variant in use and what the host offers, e.g.
+// "kernels avx512 (available: scalar, avx2, avx512; MOMENTKV_CPU forces one)".
+std::string cpu_variant_summary();
+
+}  // namespace mkv

@@ -1,0 +1,34 @@
+// The entry points of one compiled kernel variant (private to src/ops). Each variant file
+// (kernels_scalar.cpp, kernels_avx2.cpp, kernels_avx512.cpp) defines its table as constant data,
+// so that merely linking a variant runs none of its instructions; cpu_features.cpp picks the table
+// and matmul.cpp / matmul_int8.cpp call through it after checking their arguments.
+#pragma once
+
+#include <cstdint>
+
+#include "ops/cpu_features.h"
+#include "ops/matmul.h"
+#include "ops/matmul_int8.h"
+
+namespace mkv {
+
+struct KernelTable {
+  CpuVariant variant;
+  // y = W x in float32 for n_tokens >= 1 tokens (layouts as matmul()); w is checked (data set, rows
+  // >= 1, cols a multiple of the block size). sums: scratch of at least n_tokens * cols / 16 floats
+  // owned by the calling thread (the sub-block sums of x, for the types with offsets).
+  void (*matmul_float)(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, float* sums);
+  // y = W x with quantised activations: xq holds n_tokens x (cols / 32) blocks, token-major; w is
+  // a type matmul_int8_supported() accepts, checked.
+  void (*matmul_int8)(const WeightMatrix& w, const ActBlockQ8* xq, int64_t n_tokens, float* y);
+};
+
+// Null when the build holds no such variant (the portable build has only scalar).
+extern const KernelTable* const kScalarKernels;
+extern const KernelTable* const kAvx2Kernels;
+extern const KernelTable* const kAvx512Kernels;
+
+// The table of cpu_variant() (chosen on first use; throws MkvError for a bad MOMENTKV_CPU).
+const KernelTable& kernel_table();
+
+}  // namespace mkv
