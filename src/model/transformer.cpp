@@ -18,17 +18,14 @@ void add_bias(float* rows, const std::vector<float>& bias, int n) {
   for (int t = 0; t < n; ++t) vec_axpy(1.0f, bias.data(), rows + t * width, static_cast<int>(width));
 }
 
-// Token rows per product when each row must get what it would get alone (forward_decode_batch):
-// matmul (src/ops/matmul.cpp) takes each weight row's dots with up to 3 tokens at a time, in the
-// same order for each token as for one token alone; more tokens take the GEMM path, which sums in
-// another order. The bitwise equality is asserted by tests/model/test_batched_decode.cpp.
-constexpr int64_t kRowInvariantTokens = 3;
-
-// y = w x over n rows; with row_invariant, in products of at most kRowInvariantTokens rows.
+// y = w x over n rows; with row_invariant, in products of at most row_invariant_tokens(w) rows,
+// so that each row gets what it would get alone (forward_decode_batch; asserted bit for bit by
+// tests/engine/test_batched_decode.cpp).
 void product(const WeightMatrix& w, const float* x, int64_t n, float* y, bool row_invariant) {
   if (!row_invariant) return matmul(w, x, n, y);
-  for (int64_t first = 0; first < n; first += kRowInvariantTokens)
-    matmul(w, x + first * w.cols, std::min(kRowInvariantTokens, n - first), y + first * w.rows);
+  const int64_t group = row_invariant_tokens(w);
+  for (int64_t first = 0; first < n; first += group)
+    matmul(w, x + first * w.cols, std::min(group, n - first), y + first * w.rows);
 }
 
 // RMSNorm of each of n rows of `width` values (per-row, in place into out).

@@ -30,15 +30,22 @@ float* sums_scratch(int64_t n_tokens, int64_t cols) {
   return sums.data();
 }
 
+// Decode-sized batches in Fast precision take 8-bit activations and integer dot products.
+bool takes_int8_path(const WeightMatrix& w, int64_t n_tokens) {
+  return n_tokens <= kInt8MaxTokens && matmul_precision() == MatmulPrecision::Fast && matmul_int8_supported(w.type);
+}
+
 }  // namespace
 
 void matmul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y) {
   check_matrix(w);
   if (w.rows == 0 || n_tokens <= 0) return;
-  // Decode-sized batches in Fast precision: 8-bit activations, integer dot products.
-  if (n_tokens <= kInt8MaxTokens && matmul_precision() == MatmulPrecision::Fast && matmul_int8_supported(w.type))
-    return matmul_int8(w, x, n_tokens, y);
+  if (takes_int8_path(w, n_tokens)) return matmul_int8(w, x, n_tokens, y);
   kernel_table().matmul_float(w, x, n_tokens, y, sums_scratch(n_tokens, w.cols));
+}
+
+int64_t row_invariant_tokens(const WeightMatrix& w) {
+  return takes_int8_path(w, 1) ? kInt8MaxTokens : kRowDotTileTokens;
 }
 
 float dot_row(const WeightMatrix& w, int64_t r, const float* x) {

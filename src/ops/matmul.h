@@ -23,6 +23,13 @@ struct WeightMatrix {
 // x: (n_tokens, cols), y: (n_tokens, rows), both row-major float32.
 void matmul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y);
 
+// The most tokens one matmul(w, ...) may take with every token's outputs bitwise equal to what that
+// token gets alone (batched decode relies on it): kRowDotTileTokens on the float path (each weight
+// row meets up to that many tokens in one tile; more take the GEMM, which sums in another order),
+// kInt8MaxTokens on the integer path (every token's products are computed on their own).
+int64_t row_invariant_tokens(const WeightMatrix& w);
+inline constexpr int kRowDotTileTokens = 3;
+
 // Dot product of row `r` of w with x (cols values).
 float dot_row(const WeightMatrix& w, int64_t r, const float* x);
 

@@ -36,7 +36,7 @@ namespace {
 using simd::F8;
 
 constexpr int64_t kMinParallelMacs = 1 << 18;  // multiply-adds below which one thread is faster
-constexpr int kTileTokens = 3;  // tokens per row-dot tile (transformer.cpp's kRowInvariantTokens relies on it)
+constexpr int kTileTokens = kRowDotTileTokens;  // tokens per row-dot tile (row_invariant_tokens() relies on it)
 constexpr int64_t kItemRows = 64;
 constexpr int64_t kItemTokens = 128;  // fewer: each weight panel is packed more often; more: x leaves L2
 constexpr int64_t kPanelCols = 256;   // a multiple of every block size

@@ -4,7 +4,9 @@
 // integer dot product (AVX2: vpmaddubsw + vpmaddwd with the sign trick for signed x signed).
 // This changes the numerics (activations carry ~0.4% relative rounding per block), so it is
 // opt-in: matmul() uses it only in MatmulPrecision::Fast, for the weight types it supports and
-// batches of at most kInt8MaxTokens tokens (decode); prefill keeps the float kernel.
+// batches of at most kInt8MaxTokens tokens (decode, also batched over up to that many
+// sequences); prefill keeps the float kernel. Each token's products are computed on their own,
+// so a token's outputs do not depend on the batch.
 #pragma once
 
 #include <cstdint>
@@ -23,7 +25,7 @@ enum class MatmulPrecision {
 void set_matmul_precision(MatmulPrecision precision);
 MatmulPrecision matmul_precision();
 
-inline constexpr int64_t kInt8MaxTokens = 4;
+inline constexpr int64_t kInt8MaxTokens = 32;  // the server's most slots (serve -np)
 
 // Whether the integer path handles weights of `type` (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K,
 // Q6_K).

@@ -18,6 +18,7 @@ namespace mkv::kernels::inline MKV_SIMD_NS {
 namespace {
 
 constexpr int64_t kInt8ItemRows = 64;
+constexpr int kInt8TileTokens = 4;  // tokens that share one decoding of each weight block
 constexpr int64_t kInt8MinParallelMacs = 1 << 18;  // multiply-adds below which one thread is faster
 
 using int8_dots::fp16_at;
@@ -47,46 +48,57 @@ inline __m256i high_bits(uint32_t qh) {
   return _mm256_and_si256(v, _mm256_set1_epi8(0x10));
 }
 
-// One weight block against the activation codes xq: 8 partial integer sums as floats, to be
-// scaled by the block's d; adds m * s to `offset` for the types with an offset.
+// Whether a type's codes are signed (dotted with the sign trick), and whether its blocks carry an
+// offset m (fp16 at byte 2), which adds m * s of each activation block.
 template <Kind K>
-inline __m256 block_dot(const uint8_t* w, __m256i xq, const ActBlockQ8& x, float& offset) {
-  if constexpr (K == Kind::Q8_0) {
-    return dot_s8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + 2)), xq);
-  } else if constexpr (K == Kind::Q4_0) {
-    return dot_s8(_mm256_sub_epi8(nibbles(w + 2), _mm256_set1_epi8(8)), xq);
-  } else if constexpr (K == Kind::Q4_1) {
-    offset += fp16_at(w + 2) * x.s;
-    return dot_u8(nibbles(w + 4), xq);
-  } else if constexpr (K == Kind::Q5_0) {
-    const __m256i code = _mm256_or_si256(nibbles(w + 6), high_bits(load_u32(w + 2)));
-    return dot_s8(_mm256_sub_epi8(code, _mm256_set1_epi8(16)), xq);
-  } else {
-    offset += fp16_at(w + 2) * x.s;
-    return dot_u8(_mm256_or_si256(nibbles(w + 8), high_bits(load_u32(w + 4))), xq);
-  }
+constexpr bool kSignedCodes = K == Kind::Q8_0 || K == Kind::Q4_0 || K == Kind::Q5_0;
+template <Kind K>
+constexpr bool kHasOffset = K == Kind::Q4_1 || K == Kind::Q5_1;
+
+// The 32 integer codes of one weight block (signed bytes for kSignedCodes, else unsigned).
+template <Kind K>
+inline __m256i block_codes(const uint8_t* w) {
+  if constexpr (K == Kind::Q8_0) return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + 2));
+  else if constexpr (K == Kind::Q4_0) return _mm256_sub_epi8(nibbles(w + 2), _mm256_set1_epi8(8));
+  else if constexpr (K == Kind::Q4_1) return nibbles(w + 4);
+  else if constexpr (K == Kind::Q5_0) return _mm256_sub_epi8(_mm256_or_si256(nibbles(w + 6), high_bits(load_u32(w + 2))), _mm256_set1_epi8(16));
+  else return _mm256_or_si256(nibbles(w + 8), high_bits(load_u32(w + 4)));
 }
 
+// One weight row against T tokens' activation blocks (token t's at x + t * x_stride); y[t *
+// y_stride] = the row's dot with token t. The block's codes, |codes| and scale are decoded once
+// for the T tokens; each token's sums run in the same order for every T (bitwise the same result).
 // One row at a time: streaming 2 or 4 rows together (sharing the activation loads) was slower.
 // Two blocks per step, each into its own accumulator, and one prefetch per step (about one per
 // cache line: a Q8_0 block is 34 bytes) rather than one per block, which issues half the
 // prefetches for the same lines.
-template <Kind K>
-float row_dot(const uint8_t* w, std::size_t block_bytes, const ActBlockQ8* x, int64_t nb) {
-  __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
-  float offset = 0.0f;  // Σ m * s over the blocks (Q4_1, Q5_1)
-  auto add_block = [&](const uint8_t* block, const ActBlockQ8& xb, __m256& a) {
-    const __m256i xq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb.q));
-    a = _mm256_fmadd_ps(_mm256_set1_ps(fp16_at(block) * xb.d), block_dot<K>(block, xq, xb, offset), a);
+template <Kind K, int T>
+void row_dots(const uint8_t* w, std::size_t block_bytes, const ActBlockQ8* x, int64_t x_stride, int64_t nb, float* y,
+              int64_t y_stride) {
+  __m256 acc[T][2];
+  for (auto& a : acc) a[0] = a[1] = _mm256_setzero_ps();
+  float offset[T] = {};  // Σ m * s over the blocks (Q4_1, Q5_1), per token
+  auto add_block = [&](const uint8_t* block, int64_t b, int k) {
+    const __m256i codes = block_codes<K>(block);
+    [[maybe_unused]] const __m256i magnitude = kSignedCodes<K> ? _mm256_sign_epi8(codes, codes) : codes;
+    const float dw = fp16_at(block);
+    for (int t = 0; t < T; ++t) {
+      const ActBlockQ8& xb = x[t * x_stride + b];
+      if constexpr (kHasOffset<K>) offset[t] += fp16_at(block + 2) * xb.s;
+      const __m256i xq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb.q));
+      // Signed codes: |w| times x with w's sign (int8_dots::dot_s8, |w| hoisted out of the tokens).
+      const __m256 dot = kSignedCodes<K> ? dot_u8(magnitude, _mm256_sign_epi8(xq, codes)) : dot_u8(codes, xq);
+      acc[t][k] = _mm256_fmadd_ps(_mm256_set1_ps(dw * xb.d), dot, acc[t][k]);
+    }
   };
   int64_t b = 0;
   for (; b + 1 < nb; b += 2, w += 2 * block_bytes) {
     simd::prefetch_stream_ahead(w);
-    add_block(w, x[b], acc[0]);
-    add_block(w + block_bytes, x[b + 1], acc[1]);
+    add_block(w, b, 0);
+    add_block(w + block_bytes, b + 1, 1);
   }
-  if (b < nb) add_block(w, x[b], acc[0]);
-  return hsum(_mm256_add_ps(acc[0], acc[1])) + offset;
+  if (b < nb) add_block(w, b, 0);
+  for (int t = 0; t < T; ++t) y[t * y_stride] = hsum(_mm256_add_ps(acc[t][0], acc[t][1])) + offset[t];
 }
 
 #else  // portable
@@ -121,15 +133,28 @@ float row_dot(const uint8_t* w, std::size_t block_bytes, const ActBlockQ8* x, in
   return sum + offset;
 }
 
+template <Kind K, int T>
+void row_dots(const uint8_t* w, std::size_t block_bytes, const ActBlockQ8* x, int64_t x_stride, int64_t nb, float* y,
+              int64_t y_stride) {
+  for (int t = 0; t < T; ++t) y[t * y_stride] = row_dot<K>(w, block_bytes, x + t * x_stride, nb);
+}
+
 #endif
 
-// One row against one token's activation blocks (nb of them).
-template <Kind K>
-float any_row_dot(const uint8_t* w, std::size_t block_bytes, const ActBlockQ8* x, int64_t nb) {
-  if constexpr (K == Kind::Q4_K) return q4_k_row_dot(w, x, nb / 8);
-  else if constexpr (K == Kind::Q5_K) return q5_k_row_dot(w, x, nb / 8);
-  else if constexpr (K == Kind::Q6_K) return q6_k_row_dot(w, x, nb / 8);
-  else return row_dot<K>(w, block_bytes, x, nb);
+// One row against T tokens' activation blocks (nb per token, token t's at x + t * nb); y[t * y_stride].
+template <Kind K, int T>
+void any_row_dots(const uint8_t* w, std::size_t block_bytes, const ActBlockQ8* x, int64_t nb, float* y, int64_t y_stride) {
+  if constexpr (K == Kind::Q4_K || K == Kind::Q5_K || K == Kind::Q6_K) {
+    for (int t = 0; t < T; ++t) {
+      const ActBlockQ8* xt = x + t * nb;
+      float& out = y[t * y_stride];
+      if constexpr (K == Kind::Q4_K) out = q4_k_row_dot(w, xt, nb / 8);
+      else if constexpr (K == Kind::Q5_K) out = q5_k_row_dot(w, xt, nb / 8);
+      else out = q6_k_row_dot(w, xt, nb / 8);
+    }
+  } else {
+    row_dots<K, T>(w, block_bytes, x, nb, nb, y, y_stride);
+  }
 }
 
 template <Kind K>
@@ -144,8 +169,16 @@ void run(const WeightMatrix& w, const ActBlockQ8* xq, int64_t n_tokens, float* y
   for (int64_t i = 0; i < n_items; ++i) {
     const int64_t r1 = std::min(w.rows, (i + 1) * kInt8ItemRows);
     for (int64_t r = i * kInt8ItemRows; r < r1; ++r)
-      for (int64_t t = 0; t < n_tokens; ++t)
-        y[t * w.rows + r] = any_row_dot<K>(base + r * row_bytes, block_bytes, xq + t * nb, nb);
+      for (int64_t t = 0; t < n_tokens;) {
+        const uint8_t* row = base + r * row_bytes;
+        if (n_tokens - t >= kInt8TileTokens) {
+          any_row_dots<K, kInt8TileTokens>(row, block_bytes, xq + t * nb, nb, y + t * w.rows + r, w.rows);
+          t += kInt8TileTokens;
+        } else {
+          any_row_dots<K, 1>(row, block_bytes, xq + t * nb, nb, y + t * w.rows + r, w.rows);
+          t += 1;
+        }
+      }
   }
 }
 

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 #include "ops/matmul.h"
@@ -134,13 +135,34 @@ TEST(MatmulPrecision, ExactIsTheDefaultAndUnsupportedTypesKeepTheFloatKernel) {
       EXPECT_EQ(exact, fast);
     }
   }
-  // Prefill-sized batches keep the float kernel in Fast precision too.
-  Problem p(GgmlType::Q8_0, 32, 256, 16, 4);
-  std::vector<float> exact(16 * 32), fast(16 * 32);
-  matmul(p.w, p.x.data(), 16, exact.data());
+  // Prefill-sized batches (more than kInt8MaxTokens tokens) keep the float kernel in Fast
+  // precision too; up to kInt8MaxTokens, each token gets what it gets alone.
+  constexpr int64_t kPrefill = kInt8MaxTokens + 1;
+  Problem p(GgmlType::Q8_0, 32, 256, kPrefill, 4);
+  std::vector<float> exact(kPrefill * 32), fast(kPrefill * 32);
+  matmul(p.w, p.x.data(), kPrefill, exact.data());
   PrecisionGuard g(MatmulPrecision::Fast);
-  matmul(p.w, p.x.data(), 16, fast.data());
+  matmul(p.w, p.x.data(), kPrefill, fast.data());
   EXPECT_EQ(exact, fast);
+}
+
+TEST(MatmulPrecision, FastBatchesGiveEachTokenWhatItGetsAlone) {
+  PrecisionGuard g(MatmulPrecision::Fast);
+  for (GgmlType type : {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1,
+                        GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K}) {
+    // 7 tokens: a whole tile of kInt8TileTokens and three lone tokens; up to kInt8MaxTokens.
+    for (int64_t n : {int64_t{7}, kInt8MaxTokens}) {
+      Problem p(type, 24, 512, n, 5);
+      EXPECT_EQ(row_invariant_tokens(p.w), kInt8MaxTokens);
+      std::vector<float> batch(n * 24), alone(24);
+      matmul(p.w, p.x.data(), n, batch.data());
+      for (int64_t t = 0; t < n; ++t) {
+        matmul(p.w, p.x.data() + t * 512, 1, alone.data());
+        EXPECT_EQ(0, std::memcmp(alone.data(), batch.data() + t * 24, sizeof(float) * 24))
+            << ggml_type_info(type).name << ", " << n << " tokens, token " << t;
+      }
+    }
+  }
 }
 
 TEST(QuantizeActivations, RoundsToNearestWithinRange) {

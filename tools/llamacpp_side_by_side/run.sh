@@ -1,37 +1,90 @@
 #!/usr/bin/env bash
-# Side-by-side speed of momentkv and llama.cpp on one host: both engines run the same test on the
-# same GGUF in alternating rounds, so that a shared host's drift hits both alike.
-# llama.cpp is the prebuilt library of the npm package @node-llama-cpp/linux-x64 (fetched with
-# `npm pack` from the npm registry into a cache folder; nothing is installed system-wide).
-# Usage: tools/llamacpp_side_by_side/run.sh MODEL.gguf [pp|tg] [ROUNDS] [THREADS] [-- momentkv bench flags]
-#   e.g. tools/llamacpp_side_by_side/run.sh /tmp/1b-q8.gguf pp 3 2
-#        tools/llamacpp_side_by_side/run.sh /tmp/1b-q8.gguf tg 2 2 -- --fast
+# Side-by-side speed of momentkv and llama.cpp on one host: `llama-bench` and `momentkv bench` run
+# the same test on the same GGUF in alternating rounds, so that a shared host's drift hits both.
+#
+# llama.cpp is built from source with its native CPU flags (GGML_NATIVE=ON), once, in a cache
+# folder: the source is the release bundled in the npm package node-llama-cpp (its
+# llama/gitRelease.bundle, a git bundle of the llama.cpp release the package pins), fetched with
+# `npm pack` from the npm registry. Nothing is installed system-wide.
+#
+# Usage: tools/llamacpp_side_by_side/run.sh MODEL.gguf TEST [ROUNDS] [THREADS] [-- momentkv bench flags]
+#   TEST: ppN (prefill N tokens), tgN (decode N tokens) or tgN@dD (decode after a D-token depth)
+#   e.g. run.sh /tmp/1b-q8.gguf pp512 3 2
+#        run.sh /tmp/1b-q8.gguf tg128@d4096 2 2 -- --press momentkv --kv-budget 1024
+# Environment: REPS (repetitions per engine and round, default 3), MOMENTKV_BIN (default
+# build/momentkv), LLAMA_BENCH_FLAGS (extra llama-bench flags,
+# e.g. "-fa 1"), MOMENTKV_CACHE (cache root, default ~/.cache/momentkv).
+# Output: one line per engine and round, "ENGINE TEST t/s ± sd", then the median of each engine
+# and their ratio (momentkv / llama.cpp).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
-model=${1:?usage: run.sh MODEL.gguf [pp|tg] [ROUNDS] [THREADS] [-- momentkv bench flags]}
-test=${2:-pp}
+usage="usage: run.sh MODEL.gguf ppN|tgN|tgN@dD [ROUNDS] [THREADS] [-- momentkv bench flags]"
+model=${1:?$usage}
+test=${2:?$usage}
 rounds=${3:-3}
 threads=${4:-2}
 shift $(( $# < 4 ? $# : 4 ))
 [ "${1:-}" = "--" ] && shift
 [ -f "$model" ] || { echo "error: no model file '$model'" >&2; exit 1; }
-case "$test" in pp) n_prompt=512; n_gen=0 ;; tg) n_prompt=0; n_gen=128 ;; *) echo "error: test must be pp or tg, got '$test'" >&2; exit 1 ;; esac
-version=3.22.1
-cache=${MOMENTKV_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/momentkv}/node-llama-cpp-$version
-lib="$cache/package/bins/linux-x64"
-if [ ! -f "$lib/libllama.v0.5.0.so" ]; then
-  mkdir -p "$cache"
-  (cd "$cache" && npm pack --silent "@node-llama-cpp/linux-x64@$version" > /dev/null && tar xzf node-llama-cpp-linux-x64-$version.tgz)
+[[ "$rounds" =~ ^[1-9][0-9]*$ ]] || { echo "error: ROUNDS must be a positive integer, got '$rounds'" >&2; exit 1; }
+reps=${REPS:-3}
+[[ "$reps" =~ ^[1-9][0-9]*$ ]] || { echo "error: REPS must be a positive integer, got '$reps'" >&2; exit 1; }
+[[ "$threads" =~ ^[1-9][0-9]*$ ]] || { echo "error: THREADS must be a positive integer, got '$threads'" >&2; exit 1; }
+if [[ "$test" =~ ^pp([1-9][0-9]*)$ ]]; then
+  n_prompt=${BASH_REMATCH[1]}; n_gen=0; depth=0
+elif [[ "$test" =~ ^tg([1-9][0-9]*)(@d([0-9]+))?$ ]]; then
+  n_prompt=0; n_gen=${BASH_REMATCH[1]}; depth=${BASH_REMATCH[3]:-0}
+else
+  echo "error: TEST must be ppN, tgN or tgN@dD, got '$test'" >&2; exit 1
 fi
-timer="$cache/llama_timer"
-if [ ! -x "$timer" ] || [ "$here/llama_timer.cpp" -nt "$timer" ]; then
-  g++ -O2 -std=c++17 "$here/llama_timer.cpp" -o "$timer" "$lib/libllama.v0.5.0.so" "$lib/libggml.v0.5.0.so" -Wl,-rpath,"$lib"
+
+version=3.22.1
+cache=${MOMENTKV_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/momentkv}/llama.cpp-node-llama-cpp-$version
+llama_bench="$cache/build/bin/llama-bench"
+if [ ! -x "$llama_bench" ]; then
+  echo "building llama.cpp (node-llama-cpp $version's release, native flags) in $cache ..." >&2
+  mkdir -p "$cache"
+  (cd "$cache" && npm pack --silent "node-llama-cpp@$version" > /dev/null &&
+     tar xzf "node-llama-cpp-$version.tgz" package/llama/gitRelease.bundle &&
+     rm -rf src && git clone -q package/llama/gitRelease.bundle src 2> /dev/null)
+  cmake -S "$cache/src" -B "$cache/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON \
+    -DBUILD_SHARED_LIBS=OFF -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_TESTS=OFF \
+    -DLLAMA_BUILD_SERVER=OFF > "$cache/configure.log"
+  cmake --build "$cache/build" --target llama-bench llama-batched-bench -j "$(nproc)" > "$cache/build.log"
 fi
 momentkv=${MOMENTKV_BIN:-$root/build/momentkv}
 [ -x "$momentkv" ] || { echo "error: no momentkv binary at $momentkv (build it, or set MOMENTKV_BIN)" >&2; exit 1; }
+
+echo "# $test, $threads threads, $rounds rounds of $reps repetitions; CPU $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')"
+echo "# llama.cpp $(git -C "$cache/src" log -1 --format=%h 2> /dev/null || echo '?') (node-llama-cpp $version, GGML_NATIVE); $("$momentkv" --version | head -1)"
+results=$(mktemp)
+trap 'rm -f "$results"' EXIT
+# Prints "ENGINE TEST avg ± sd" from a CSV on stdin with columns avg_ts and stddev_ts.
+csv_row() {
+  python3 -c '
+import csv, sys
+rows = [r for r in csv.DictReader(sys.stdin) if r.get("avg_ts")]
+if not rows: sys.exit("error: no result row in the " + sys.argv[1] + " output")
+avg, sd = float(rows[-1]["avg_ts"]), float(rows[-1]["stddev_ts"])
+print("%-9s %s %.2f ± %.2f" % (sys.argv[1], sys.argv[2], avg, sd))' "$1" "$test"
+}
 for round in $(seq "$rounds"); do
-  LLAMACPP_LIB_DIR="$lib" "$timer" "$model" "$n_prompt" "$n_gen" 3 "$threads" 2> /dev/null
-  "$momentkv" bench -m "$model" -p "$n_prompt" -n "$n_gen" -r 3 -t "$threads" --no-probe "$@" |
-    awk -F'|' -v m="$model" '/^\| .*(pp|tg)[0-9]/ { gsub(/^ +| +$/, "", $7); print "momentkv  " m " " $7 ": " $8 }'
+  # shellcheck disable=SC2086
+  "$llama_bench" -m "$model" -p "$n_prompt" -n "$n_gen" -d "$depth" -r "$reps" -t "$threads" -o csv \
+    ${LLAMA_BENCH_FLAGS:-} 2> /dev/null | csv_row llama.cpp | tee -a "$results"
+  "$momentkv" bench -m "$model" -p "$n_prompt" -n "$n_gen" -d "$depth" -r "$reps" -t "$threads" --no-probe -o csv "$@" \
+    2> /dev/null | csv_row momentkv | tee -a "$results"
 done
+python3 - "$results" <<'EOF'
+import statistics, sys
+runs = {}
+for line in open(sys.argv[1]):
+    engine, _, ts = line.split()[:3]
+    runs.setdefault(engine, []).append(float(ts))
+med = {e: statistics.median(v) for e, v in runs.items()}
+print(f"median: llama.cpp {med['llama.cpp']:.2f}, momentkv {med['momentkv']:.2f} t/s; "
+      f"momentkv / llama.cpp = {med['momentkv'] / med['llama.cpp']:.2f}x "
+      f"(range of round ratios {min(m / l for m, l in zip(runs['momentkv'], runs['llama.cpp'])):.2f}-"
+      f"{max(m / l for m, l in zip(runs['momentkv'], runs['llama.cpp'])):.2f})")
+EOF
