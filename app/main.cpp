@@ -288,8 +288,9 @@ int main(int argc, char** argv) {
   serve_cmd->add_option("--port", srv.port, "port (0 = any free port, printed at start)")->capture_default_str();
   serve_cmd->add_option("--parallel", srv.parallel, "slots: requests generating at once, their decode steps batched (-np)")->capture_default_str();
   serve_cmd->add_option("--kv-memory", srv.kv_memory_mib,
-                        "MiB of KV cache all requests may reserve (their peak: prompt before compression, then kept + "
-                        "decoded rows); a request waits until it fits (0 = no cap)")->capture_default_str();
+                        "MiB of KV cache all requests may reserve (each its kept + decoded rows, plus room for the one "
+                        "prompt being read before its compression); a request waits until it fits (0 = no cap)")
+      ->capture_default_str();
   serve_cmd->add_option("--queue", srv.queue, "requests that may wait for KV memory or a slot; more get 503 + Retry-After")
       ->capture_default_str();
   serve_cmd->add_option("--api-key", srv.api_key, "require 'Authorization: Bearer KEY' (default: $MOMENTKV_API_KEY)");

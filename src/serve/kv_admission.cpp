@@ -7,7 +7,30 @@ namespace mkv::serve {
 KvAdmission::KvAdmission(std::size_t capacity_bytes, int max_waiting)
     : capacity_(capacity_bytes), max_waiting_(max_waiting) {}
 
-KvAdmission::Reservation::~Reservation() { owner_.release(bytes_); }
+KvAdmission::Reservation::~Reservation() {
+  end_prefill();
+  owner_.release(bytes_);
+}
+
+void KvAdmission::Reservation::begin_prefill() {
+  if (prefill_bytes_ == 0 || prefilling_) return;
+  std::unique_lock lock(owner_.mutex_);
+  const uint64_t turn = owner_.next_prefill_++;
+  prefilling_ = true;
+  owner_.changed_.wait(lock, [&] { return owner_.prefill_turn_ == turn; });
+}
+
+void KvAdmission::Reservation::end_prefill() {
+  if (prefill_bytes_ == 0) return;
+  {
+    std::lock_guard lock(owner_.mutex_);
+    owner_.pending_prefills_.erase(owner_.pending_prefills_.find(prefill_bytes_));
+    if (prefilling_) ++owner_.prefill_turn_;
+  }
+  prefill_bytes_ = 0;
+  prefilling_ = false;
+  owner_.changed_.notify_all();
+}
 
 void KvAdmission::Reservation::shrink(std::size_t bytes) {
   if (bytes >= bytes_) return;
@@ -25,10 +48,11 @@ KvAdmission::Waiting::~Waiting() {
   --owner_.waiting_;
 }
 
-std::unique_ptr<KvAdmission::Reservation> KvAdmission::reserve(std::size_t bytes, Refusal& refusal) {
+std::unique_ptr<KvAdmission::Reservation> KvAdmission::reserve(std::size_t bytes, Refusal& refusal,
+                                                               std::size_t prefill_bytes) {
   std::unique_lock lock(mutex_);
   refusal = Refusal::None;
-  if (capacity_ > 0 && bytes > capacity_) {
+  if (capacity_ > 0 && bytes + prefill_bytes > capacity_) {
     refusal = Refusal::TooLarge;
     return nullptr;
   }
@@ -38,13 +62,16 @@ std::unique_ptr<KvAdmission::Reservation> KvAdmission::reserve(std::size_t bytes
   }
   ++waiting_;
   const uint64_t ticket = next_ticket_++;
-  changed_.wait(lock, [&] { return admitted_ == ticket && (capacity_ == 0 || reserved_ + bytes <= capacity_); });
+  changed_.wait(lock, [&] {
+    return admitted_ == ticket && (capacity_ == 0 || reserved_ + bytes + std::max(headroom(), prefill_bytes) <= capacity_);
+  });
   ++admitted_;
   --waiting_;
   reserved_ += bytes;
+  if (prefill_bytes > 0) pending_prefills_.insert(prefill_bytes);
   lock.unlock();
   changed_.notify_all();  // the next ticket may fit too
-  return std::unique_ptr<Reservation>(new Reservation(*this, bytes));
+  return std::unique_ptr<Reservation>(new Reservation(*this, bytes, prefill_bytes));
 }
 
 void KvAdmission::release(std::size_t bytes) {
@@ -57,7 +84,7 @@ void KvAdmission::release(std::size_t bytes) {
 
 std::size_t KvAdmission::reserved() const {
   std::lock_guard lock(mutex_);
-  return reserved_;
+  return reserved_ + headroom();
 }
 
 int KvAdmission::waiting() const {

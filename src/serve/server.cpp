@@ -119,24 +119,32 @@ struct Server::State {
     return r.max_tokens >= 0 ? std::min<int64_t>(r.max_tokens, n_ctx - prompt) : n_ctx - prompt;
   }
 
-  // The most KV bytes a request's cache holds: rows per KV head at the peak (the whole prompt
-  // before its compression, or the budget plus one chunk with --compress-chunks; then the kept
-  // rows plus every decoded token), and the press's moment statistics.
-  std::size_t peak_kv_bytes(const CompletionRequest& r, const Press* press, const PressConfig& config,
-                            int64_t prompt) const {
+  // The KV bytes a request's cache holds (KvAdmission's two parts): steady, the rows per KV head
+  // once its prompt is compressed (the kept rows, or the whole prompt for the full cache) plus
+  // every decoded token, and the press's moment statistics; prefill, what the prompt needs beyond
+  // that while it is read (the whole prompt before its compression, or the budget plus one chunk
+  // with --compress-chunks).
+  struct KvNeed {
+    std::size_t steady = 0, prefill = 0;
+  };
+  KvNeed kv_need(const CompletionRequest& r, const Press* press, const PressConfig& config, int64_t prompt) const {
     const int64_t gen = decode_rows(r, prompt);
-    int64_t rows = prompt + gen;
+    int64_t steady_rows = prompt + gen, prefill_rows = 0;
     if (press) {
       const std::optional<Budget> budget = config.budget();
       const int64_t kept = budget ? std::min<int64_t>(prompt, budget->resolve(int32_t(prompt))) : prompt;
-      const int64_t prefill_peak = options.session.compress_each_chunk
-                                       ? std::min<int64_t>(prompt, kept + options.session.ubatch) : prompt;
-      rows = std::max(prefill_peak, kept + gen);
+      steady_rows = kept + gen;
+      prefill_rows = options.session.compress_each_chunk ? std::min<int64_t>(prompt, kept + options.session.ubatch)
+                                                         : prompt;
     }
     const ModelConfig& c = model.config();
     const PressGeometry g{c.n_layers, c.n_heads, c.n_kv_heads, c.head_dim_k, c.head_dim_v, c.attention_scale()};
     const int64_t moments = press ? int64_t(c.n_layers) * c.n_kv_heads * press->moment_numbers_per_head(g) * 4 : 0;
-    return std::size_t(empty_cache.uncompressed_bytes(rows) + moments);
+    KvNeed need;
+    need.steady = std::size_t(empty_cache.uncompressed_bytes(steady_rows) + moments);
+    if (prefill_rows > steady_rows)
+      need.prefill = std::size_t(empty_cache.uncompressed_bytes(prefill_rows) - empty_cache.uncompressed_bytes(steady_rows));
+    return need;
   }
 
   // The prompt tokens of a request; ApiError when it is empty or does not fit the context.
@@ -168,6 +176,7 @@ struct Server::State {
     so.press = press;
     so.runner = &runner;
     const RunnerAttachment attached(&runner);
+    reservation.begin_prefill();  // one prompt at a time holds the prefill headroom
     Session session(model, so);
     GenerationParams params;
     params.max_new_tokens = r.max_tokens;
@@ -185,6 +194,7 @@ struct Server::State {
       out.kv_bytes_full = cache.uncompressed_bytes(session.n_past());
       reservation.shrink(cache.bytes_held() +
                          std::size_t(cache.uncompressed_bytes(decode_rows(r, session.n_past()))));
+      reservation.end_prefill();
     };
     const GenerationResult g = generate(session, tokenizer, {tokens, {}}, params, callbacks);
     out.text = g.text;
@@ -215,9 +225,11 @@ struct Server::State {
     const std::string model_name = r.model.empty() ? options.model_name : r.model;
     const std::vector<int32_t> tokens = prompt_tokens(r);
     const std::shared_ptr<Press> press_object(press.is_full() ? nullptr : press.make().release());
-    const std::size_t peak = peak_kv_bytes(r, press_object.get(), press, int64_t(tokens.size()));
+    const KvNeed need = kv_need(r, press_object.get(), press, int64_t(tokens.size()));
+    const std::size_t peak = need.steady + need.prefill;
     KvAdmission::Refusal refusal = KvAdmission::Refusal::None;
-    std::shared_ptr<KvAdmission::Reservation> reservation = admission.reserve(peak, refusal);  // in arrival order
+    std::shared_ptr<KvAdmission::Reservation> reservation =
+        admission.reserve(need.steady, refusal, need.prefill);  // in arrival order
     if (refusal == KvAdmission::Refusal::TooLarge)
       throw ApiError(400, "invalid_request_error",
                      fmt::format("this request needs up to {:.1f} MiB of KV cache ({} prompt tokens, up to {} generated, "

@@ -69,6 +69,59 @@ TEST(KvAdmission, ShrinkingAdmitsWaitersInArrivalOrder) {
   EXPECT_EQ(admission.reserved(), 0u);
 }
 
+// Compressed requests: 20 steady bytes each, 50 more while their prompt is read. A cap of 100
+// holds three of them beside one prefill headroom (reserving each peak of 70 would hold one), and
+// their prefills take turns.
+TEST(KvAdmission, PrefillsShareOneHeadroomAndTakeTurns) {
+  KvAdmission admission(100, 8);
+  KvAdmission::Refusal refusal;
+  EXPECT_EQ(admission.reserve(60, refusal, 41), nullptr);  // 101 at its peak can never fit
+  EXPECT_EQ(refusal, KvAdmission::Refusal::TooLarge);
+  std::vector<std::unique_ptr<KvAdmission::Reservation>> held;
+  for (int i = 0; i < 2; ++i) {
+    held.push_back(admission.reserve(20, refusal, 50));
+    ASSERT_NE(held.back(), nullptr);
+  }
+  EXPECT_EQ(admission.reserved(), 90u);  // 2 x 20 + one headroom of 50
+  std::atomic<bool> third_admitted{false};
+  std::unique_ptr<KvAdmission::Reservation> third_held;
+  std::thread third([&] {
+    KvAdmission::Refusal r;
+    third_held = admission.reserve(20, r, 50);  // 110 > 100: waits for a prefill to end
+    third_admitted = true;
+  });
+  std::this_thread::sleep_for(30ms);
+  EXPECT_FALSE(third_admitted.load());
+  held[0]->begin_prefill();
+  std::atomic<bool> second_began{false};
+  std::thread second([&] {
+    held[1]->begin_prefill();  // waits for the first prefill to end
+    second_began = true;
+  });
+  std::this_thread::sleep_for(30ms);
+  EXPECT_FALSE(second_began.load()) << "two prefills ran at once";
+  held[0]->shrink(15);
+  held[0]->end_prefill();  // the headroom is still needed by the second: 15 + 20 + 50 = 85
+  second.join();
+  EXPECT_TRUE(second_began.load());
+  std::this_thread::sleep_for(30ms);
+  EXPECT_FALSE(third_admitted.load()) << "admitted without room for its own prefill";
+  held[1]->end_prefill();  // 15 + 20 + (third: 20 + its headroom 50) = 105 > 100: still waits
+  std::this_thread::sleep_for(30ms);
+  EXPECT_FALSE(third_admitted.load());
+  held[1]->shrink(10);  // 15 + 10 + 20 + 50 = 95
+  third.join();
+  EXPECT_TRUE(third_admitted.load());
+  EXPECT_EQ(admission.reserved(), 95u);
+  held.clear();
+  third_held.reset();  // a reservation that never began its prefill ends it on destruction
+  EXPECT_EQ(admission.reserved(), 0u);
+  auto next = admission.reserve(20, refusal, 50);
+  next->begin_prefill();  // the turns did not stall on the request that never prefilled
+  next->end_prefill();
+  EXPECT_EQ(admission.reserved(), 20u);
+}
+
 TEST(KvAdmission, NoCapCountsButNeverWaits) {
   KvAdmission admission(0, 4);
   KvAdmission::Refusal refusal;
