@@ -45,7 +45,7 @@ void matmul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y) {
 }
 
 int64_t row_invariant_tokens(const WeightMatrix& w) {
-  return takes_int8_path(w, 1) ? kInt8MaxTokens : kRowDotTileTokens;
+  return takes_int8_path(w, 1) ? kInt8MaxTokens : kRowDotMaxTokens;
 }
 
 float dot_row(const WeightMatrix& w, int64_t r, const float* x) {

@@ -24,11 +24,13 @@ struct WeightMatrix {
 void matmul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y);
 
 // The most tokens one matmul(w, ...) may take with every token's outputs bitwise equal to what that
-// token gets alone (batched decode relies on it): kRowDotTileTokens on the float path (each weight
-// row meets up to that many tokens in one tile; more take the GEMM, which sums in another order),
-// kInt8MaxTokens on the integer path (every token's products are computed on their own).
+// token gets alone (batched decode relies on it): kRowDotMaxTokens on the float path (products of
+// up to that many tokens take the row dots, each weight row read once for all of them, in tiles
+// whose sums run in the same order for every tile size; more take the GEMM, which sums in another
+// order), kInt8MaxTokens on the integer path (every token's products are computed on their own).
 int64_t row_invariant_tokens(const WeightMatrix& w);
 inline constexpr int kRowDotTileTokens = 3;
+inline constexpr int kRowDotMaxTokens = 8;
 
 // Dot product of row `r` of w with x (cols values).
 float dot_row(const WeightMatrix& w, int64_t r, const float* x);

@@ -10,7 +10,7 @@
 //
 // Blocking: the output (n_tokens x rows) is split into work items of up to kItemTokens tokens x
 // kItemRows rows, shared among threads.
-// - Prefill-sized items (more than kTileTokens tokens) run as a GEMM: for each range of
+// - Prefill-sized items (more than kRowDotMaxTokens tokens) run as a GEMM: for each range of
 //   kPanelCols columns and each kPanelRows rows, the weights are decoded once into a transposed
 //   float panel (column-major: the kPanelRows values of one column are adjacent) and every group
 //   of up to kBlockTokens tokens adds rank-1 updates to a kBlockTokens x kPanelRows block of y held
@@ -36,7 +36,7 @@ namespace {
 using simd::F8;
 
 constexpr int64_t kMinParallelMacs = 1 << 18;  // multiply-adds below which one thread is faster
-constexpr int kTileTokens = kRowDotTileTokens;  // tokens per row-dot tile (row_invariant_tokens() relies on it)
+constexpr int kTileTokens = kRowDotTileTokens;  // tokens per row-dot tile
 constexpr int64_t kItemRows = 64;
 constexpr int64_t kItemTokens = 128;  // fewer: each weight panel is packed more often; more: x leaves L2
 constexpr int64_t kPanelCols = 256;   // a multiple of every block size
@@ -237,7 +237,7 @@ void add_tail_columns(GgmlType type, const Item& item, int64_t first_col) {
 }
 
 // Computes the item's part of y: whole panels of kPanelRows rows as a GEMM when the item has more
-// than kTileTokens tokens; the other rows (all of them for decode-sized items) one weight row at
+// than kRowDotMaxTokens tokens; the other rows (all of them for decode-sized items) one weight row at
 // a time, decoding blocks straight into the FMAs. Decode-sized items stream one row at a time:
 // there is no reuse to gain from several rows at once, and several concurrent row streams were
 // slower than one.
@@ -251,7 +251,7 @@ void run_item(GgmlType type, const Item& item) {
   const float* x = item.x + item.token_begin * item.cols;
   float* y = item.y + item.token_begin * item.rows;
   int64_t r0 = item.row_begin;
-  if (n_tokens > kTileTokens) {
+  if (n_tokens > kRowDotMaxTokens) {
     static_assert(kPanelCols % Decoder::kBlockSize == 0, "a panel holds whole decoder blocks");
     constexpr int64_t kPanelBlocks = kPanelCols / Decoder::kBlockSize;
     alignas(64) float panel[kPanelCols * kPanelRows];  // (kPanelCols, kPanelRows) decoded weights, transposed

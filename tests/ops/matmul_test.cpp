@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <tuple>
 
 #include "ops/matmul.h"
@@ -61,6 +62,26 @@ TEST_P(MatmulType, MatchesFloat64ReferenceOnSmallShapes) {
       SCOPED_TRACE(testing::Message() << rows << " rows, " << n_tokens << " tokens");
       check_against_reference({GetParam(), rows, 768, n_tokens});  // 3 K blocks, 24 legacy blocks
     }
+}
+
+// Up to row_invariant_tokens() tokens, each token's outputs are bitwise those it gets alone (exact
+// precision: the float path's row dots; batched decode relies on it).
+TEST_P(MatmulType, BatchesUpToTheRowInvariantSizeGiveEachTokenWhatItGetsAlone) {
+  constexpr int64_t kRows = 40, kCols = 768;
+  const auto weights = test::quantize_matrix(GetParam(), test::gaussian(kRows * kCols, 3, 0.5f), kRows, kCols);
+  const WeightMatrix w{GetParam(), weights.data(), kRows, kCols};
+  const int64_t n = row_invariant_tokens(w);
+  EXPECT_EQ(n, kRowDotMaxTokens);
+  const auto x = test::gaussian(n * kCols, 5);
+  test::for_each_cpu_variant([&](CpuVariant variant) {
+    std::vector<float> batch(n * kRows), alone(kRows);
+    matmul(w, x.data(), n, batch.data());
+    for (int64_t t = 0; t < n; ++t) {
+      matmul(w, x.data() + t * kCols, 1, alone.data());
+      EXPECT_EQ(0, std::memcmp(alone.data(), batch.data() + t * kRows, sizeof(float) * kRows))
+          << cpu_variant_name(variant) << ", token " << t;
+    }
+  });
 }
 
 TEST_P(MatmulType, MatchesFloat64ReferenceOnALargerBlockedShape) {
