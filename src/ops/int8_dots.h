@@ -26,9 +26,13 @@ inline __m256i dot_u8_i32(__m256i w, __m256i x) {
 }
 // dot_u8_i32 as 8 floats (exact: the sums stay below 2^24).
 inline __m256 dot_u8(__m256i w, __m256i x) { return _mm256_cvtepi32_ps(dot_u8_i32(w, x)); }
-// Signed weight codes times signed activation codes, lanes as dot_u8: |w| and x with w's sign
-// (the sign trick: the unsigned operand must be the weight's magnitude).
-inline __m256 dot_s8(__m256i w, __m256i x) { return dot_u8(_mm256_sign_epi8(w, w), _mm256_sign_epi8(x, w)); }
+// Signed weight codes w times signed activation codes, lanes as dot_u8, given magnitude = |w|
+// (_mm256_sign_epi8(w, w)): |w| and x with w's sign (the sign trick: the unsigned operand must be
+// the weight's magnitude). Kernels that dot one block with several tokens compute |w| once.
+inline __m256 dot_s8_magnitude(__m256i magnitude, __m256i w, __m256i x) {
+  return dot_u8(magnitude, _mm256_sign_epi8(x, w));
+}
+inline __m256 dot_s8(__m256i w, __m256i x) { return dot_s8_magnitude(_mm256_sign_epi8(w, w), w, x); }
 inline __m256i load32(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
 inline float hsum(__m256 a) { return simd::hsum(simd::F8{a}); }
 

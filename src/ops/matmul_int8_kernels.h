@@ -28,7 +28,7 @@ enum class Kind { Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K };
 
 #if MKV_SIMD >= 2
 
-using int8_dots::dot_s8;
+using int8_dots::dot_s8_magnitude;
 using int8_dots::dot_u8;
 using int8_dots::hsum;
 
@@ -82,12 +82,12 @@ void row_dots(const uint8_t* w, std::size_t block_bytes, const ActBlockQ8* x, in
     const __m256i codes = block_codes<K>(block);
     [[maybe_unused]] const __m256i magnitude = kSignedCodes<K> ? _mm256_sign_epi8(codes, codes) : codes;
     const float dw = fp16_at(block);
+    [[maybe_unused]] const float m = kHasOffset<K> ? fp16_at(block + 2) : 0.0f;
     for (int t = 0; t < T; ++t) {
       const ActBlockQ8& xb = x[t * x_stride + b];
-      if constexpr (kHasOffset<K>) offset[t] += fp16_at(block + 2) * xb.s;
+      if constexpr (kHasOffset<K>) offset[t] += m * xb.s;
       const __m256i xq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb.q));
-      // Signed codes: |w| times x with w's sign (int8_dots::dot_s8, |w| hoisted out of the tokens).
-      const __m256 dot = kSignedCodes<K> ? dot_u8(magnitude, _mm256_sign_epi8(xq, codes)) : dot_u8(codes, xq);
+      const __m256 dot = kSignedCodes<K> ? dot_s8_magnitude(magnitude, codes, xq) : dot_u8(codes, xq);
       acc[t][k] = _mm256_fmadd_ps(_mm256_set1_ps(dw * xb.d), dot, acc[t][k]);
     }
   };
