@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <iterator>
 
 #include "core/error.h"
 #include "ops/kernel_table.h"
@@ -48,28 +49,20 @@ CpuVariant best_available() {
   return best;
 }
 
+// The MOMENTKV_CPU value and the table label of each variant, indexed by CpuVariant.
+struct VariantNames {
+  std::string_view name, label;
+};
+constexpr VariantNames kVariantNames[] = {{"scalar", "scalar"}, {"avx2", "AVX2"}, {"avx512", "AVX-512"}};
+static_assert(std::size(kVariantNames) == std::size(kAllCpuVariants));
+
 // The table in use; null until the first product (or set_cpu_variant) chooses one.
 std::atomic<const KernelTable*> g_table{nullptr};
 
 }  // namespace
 
-std::string_view cpu_variant_name(CpuVariant variant) {
-  switch (variant) {
-    case CpuVariant::Scalar: return "scalar";
-    case CpuVariant::Avx2: return "avx2";
-    case CpuVariant::Avx512: return "avx512";
-  }
-  return "unknown";
-}
-
-std::string_view cpu_variant_label(CpuVariant variant) {
-  switch (variant) {
-    case CpuVariant::Scalar: return "scalar";
-    case CpuVariant::Avx2: return "AVX2";
-    case CpuVariant::Avx512: return "AVX-512";
-  }
-  return "unknown";
-}
+std::string_view cpu_variant_name(CpuVariant variant) { return kVariantNames[static_cast<int>(variant)].name; }
+std::string_view cpu_variant_label(CpuVariant variant) { return kVariantNames[static_cast<int>(variant)].label; }
 
 std::string cpu_variant_unavailable_reason(CpuVariant variant) {
   if (table_of(variant) == nullptr)

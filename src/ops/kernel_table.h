@@ -1,7 +1,8 @@
 // The entry points of one compiled kernel variant (private to src/ops). Each variant file
-// (kernels_scalar.cpp, kernels_avx2.cpp, kernels_avx512.cpp) defines its table as constant data,
-// so that merely linking a variant runs none of its instructions; cpu_features.cpp picks the table
-// and matmul.cpp / matmul_int8.cpp call through it after checking their arguments.
+// (kernels_scalar.cpp, kernels_avx2.cpp, kernels_avx512.cpp) defines its table as constant data
+// (kernel_variant.h), so that merely linking a variant runs none of its instructions;
+// cpu_features.cpp picks the table and matmul.cpp / matmul_int8.cpp call through it after
+// checking their arguments.
 #pragma once
 
 #include <cstdint>

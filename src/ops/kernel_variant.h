@@ -1,0 +1,17 @@
+// The KernelTable of the kernel variant that MKV_SIMD names (private to src/ops): each variant file
+// (kernels_scalar.cpp, kernels_avx2.cpp, kernels_avx512.cpp) sets MKV_SIMD, includes this header
+// once and exports kernels::MKV_SIMD_NS::kTable. The table is constant data, so that merely linking
+// a variant runs none of its instructions.
+#pragma once
+
+#include "ops/matmul_float_kernels.h"
+#include "ops/matmul_int8_kernels.h"
+
+namespace mkv::kernels::inline MKV_SIMD_NS {
+namespace {
+
+constexpr CpuVariant kVariant = MKV_SIMD == 3 ? CpuVariant::Avx512 : MKV_SIMD == 2 ? CpuVariant::Avx2 : CpuVariant::Scalar;
+constexpr KernelTable kTable{kVariant, &matmul_float, &matmul_int8};
+
+}  // namespace
+}  // namespace mkv::kernels::inline MKV_SIMD_NS
