@@ -1,12 +1,12 @@
-// Integer matrix-vector products for decode, the way llama.cpp computes them: the activation
+// Integer matrix products for decode, the way llama.cpp computes them: each token's activation
 // vector is quantised once per product to 8-bit blocks of 32 (a float scale per block, as Q8_0
 // but with a float32 scale and the block's code sum), and each weight block meets it in an
-// integer dot product (AVX2: vpmaddubsw + vpmaddwd with the sign trick for signed x signed).
-// This changes the numerics (activations carry ~0.4% relative rounding per block), so it is
-// opt-in: matmul() uses it only in MatmulPrecision::Fast, for the weight types it supports and
-// batches of at most kInt8MaxTokens tokens (decode, also batched over up to that many
-// sequences); prefill keeps the float kernel. Each token's products are computed on their own,
-// so a token's outputs do not depend on the batch.
+// integer dot product (AVX2: vpmaddubsw + vpmaddwd, AVX-512: VNNI vpdpbusd; the sign trick for
+// signed x signed). This changes the numerics (activations carry ~0.4% relative rounding per
+// block), so it is a mode: matmul() uses it only in MatmulPrecision::Fast, for the weight types
+// it supports and batches of at most kInt8MaxTokens tokens (decode steps of up to that many
+// sequences, and prompt chunks that short); longer prompt chunks keep the float GEMM. Each
+// token's products are computed on their own, so a token's outputs do not depend on the batch.
 #pragma once
 
 #include <cstdint>
