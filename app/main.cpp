@@ -157,7 +157,7 @@ int main(int argc, char** argv) {
   generate->add_option("-s,--seed", gen.seed, "RNG seed (-1 = random)")->capture_default_str();
   generate->add_flag("--ignore-eos", gen.ignore_eos, "keep generating past end-of-generation tokens");
   PressFlags gen_press;
-  generate->add_option("--press", gen_press.specs, "KV compression press spec, e.g. snapkv:window=32 (see `momentkv presses`; default full)");
+  generate->add_option("--press", gen_press.specs, "KV compression press spec, e.g. snapkv:window=16 (see `momentkv presses`; default full)");
   gen_press.kv_budget_flag = generate->add_option("--kv-budget", gen_press.kv_budget, "tokens kept per KV head, window included");
   gen_press.ratio_flag = generate->add_option("--compression-ratio", gen_press.compression_ratio, "fraction of the prompt's tokens removed (kvpress)");
   generate->add_flag("--compress-chunks", gen.compress_each_chunk, "compress after every prefill chunk (bounded memory)");

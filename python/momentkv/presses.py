@@ -19,9 +19,10 @@ import math
 from . import _momentkv
 
 __all__ = ["Press", "ScorerPress", "Full", "StreamingLLM", "H2O", "SnapKV", "PyramidKV", "AdaKV", "MomentKV", "list",
-           "pooling_kernel"]
+           "pooling_kernel", "observation_window"]
 
 pooling_kernel = _momentkv.pooling_kernel  # kernel=auto's kernel for a budget: L/3 made odd, in [7, 31]
+observation_window = _momentkv.observation_window  # window=auto's window for a budget: L/64 in [1, 32]
 
 # The kind of every parameter key (the engine's registry validates ranges and choices).
 _INT = {"window", "kernel", "sinks", "rounds", "budget", "decode_slack", "groups"}
@@ -36,11 +37,12 @@ def _format(press, key, value):
         if not isinstance(value, bool):
             raise TypeError(f"{press}: {key} must be a bool, got {type(value).__name__}")
         return "1" if value else "0"
-    if key == "kernel" and value == "auto":
-        return value  # the kernel tied to the budget (pooling_kernel)
+    if key in ("kernel", "window") and value == "auto":
+        return value  # tied to the budget (pooling_kernel, observation_window)
     if key in _INT:
         if isinstance(value, bool) or not isinstance(value, int):
-            raise TypeError(f"{press}: {key} must be an int, got {type(value).__name__}")
+            also = ' or "auto"' if key in ("kernel", "window") else ""
+            raise TypeError(f"{press}: {key} must be an int{also}, got {type(value).__name__}")
         return str(value)
     if key in _REAL:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -212,13 +214,14 @@ class ScorerPress:
     it as self.geometry.
 
     Options (keywords of __init__, or class attributes of a subclass): window (observed queries
-    and protected recent rows, >= 1), sinks (>= 0), nc (normalisation-corrected attention), alloc
+    and protected recent rows, >= 1, or "auto": observation_window(self.layer_budget), the
+    built-in presses' default), sinks (>= 0), nc (normalisation-corrected attention), alloc
     ("uniform", "adaptive", "pyramid"), safeguard (adaptive), beta (pyramid), rounds,
     decode_slack (-1: no decode-time eviction), budget / ratio (or generate's kv_budget /
     compression_ratio). Exceptions raised by score() propagate out of generate() unchanged.
     """
 
-    window = 32
+    window = "auto"
     sinks = 4
     nc = False
     alloc = "uniform"
@@ -257,7 +260,9 @@ class ScorerPress:
             if value is None and key in ("budget", "ratio"):
                 out[key] = None
                 continue
-            if kind is bool:
+            if key == "window" and value == "auto":
+                ok = True
+            elif kind is bool:
                 ok = isinstance(value, bool)
             elif kind is int:
                 ok = isinstance(value, int) and not isinstance(value, bool)
@@ -268,7 +273,8 @@ class ScorerPress:
             else:
                 ok = isinstance(value, str)
             if not ok:
-                raise TypeError(f"{name}: {key} must be {'a number' if kind is float else 'a ' + kind.__name__}, "
+                what = 'a number' if kind is float else 'a ' + kind.__name__ + (' or "auto"' if key == "window" else "")
+                raise TypeError(f"{name}: {key} must be {what}, "
                                 f"got {type(value).__name__}")
             out[key] = float(value) if kind is float else value
         out["query_positions"] = _takes_query_positions(self.score)

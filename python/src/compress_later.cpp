@@ -52,6 +52,7 @@ int queries_read(const mkv::PressConfig& config) {
   const std::string spec = config.spec();
   if (config.name() == "h2o" || spec_value(spec, "scorer") == "h2o") return -1;
   const std::string window = spec_value(spec, "window");
+  if (window == "auto") return mkv::kMaxAutoWindow;  // the most any layer's budget may ask for
   return window.empty() ? 0 : std::stoi(window);
 }
 

@@ -185,8 +185,8 @@ mkv::PressConfig parse_press_spec(const std::string& spec, std::optional<int64_t
 struct PyPressConfig {
   py::object press;  // the momentkv.ScorerPress instance
   mkv::ScorerPressOptions options;
-  int window = 32;
-  bool query_positions = false;  // score() takes a query_positions keyword
+  int window = mkv::Protection::kAutoWindow;  // >= 1, or kAutoWindow (tied to the layer's budget)
+  bool query_positions = false;                // score() takes a query_positions keyword
 };
 
 // Set on a thread while it runs a Python press's reset() or score(): the computation holds
@@ -211,7 +211,8 @@ class PyScorer : public mkv::Scorer {
 
   void reset(const mkv::PressGeometry& geometry) override {
     Scorer::reset(geometry);
-    observed_.reset(geometry.n_layers, window_, std::size_t(geometry.n_heads) * geometry.head_dim_k);
+    const int capacity = window_ == mkv::Protection::kAutoWindow ? mkv::kMaxAutoWindow : window_;  // queries kept
+    observed_.reset(geometry.n_layers, capacity, std::size_t(geometry.n_heads) * geometry.head_dim_k);
     py::gil_scoped_acquire gil;
     py::dict g;
     g["n_layers"] = geometry.n_layers;
@@ -235,7 +236,7 @@ class PyScorer : public mkv::Scorer {
 
   void score(const mkv::KvCache& cache, int layer, mkv::HeadScores& scores) override {
     const mkv::PressGeometry& g = geometry_;
-    const mkv::ObservationWindow::Queries window = observed_.last(layer);
+    const mkv::ObservationWindow::Queries window = observed_.last(layer, mkv::resolve_window(window_, layer_budget_));
     const int n_obs = window.count;
     const int group = g.group_size(), dk = g.head_dim_k, dv = g.head_dim_v;
     const float* obs_q = window.q;
@@ -326,8 +327,14 @@ PyPressConfig py_press_config(const py::object& press, std::optional<int64_t> kv
   auto bad = [&](const std::string& what) { return py::value_error("press " + name + ": " + what); };
   PyPressConfig c;
   c.press = press;
-  c.window = o["window"].cast<int>();
-  if (c.window < 1) throw bad("window=" + std::to_string(c.window) + " must be >= 1");
+  if (py::isinstance<py::str>(o["window"])) {
+    const std::string window = o["window"].cast<std::string>();
+    if (window != "auto") throw bad("window=\"" + window + "\" is not an integer >= 1 or \"auto\"");
+    c.window = mkv::Protection::kAutoWindow;
+  } else {
+    c.window = o["window"].cast<int>();
+    if (c.window < 1) throw bad("window=" + std::to_string(c.window) + " must be >= 1 or \"auto\"");
+  }
   const int sinks = o["sinks"].cast<int>();
   if (sinks < 0) throw bad("sinks=" + std::to_string(sinks) + " must be >= 0");
   mkv::ScorerPressOptions& s = c.options;
@@ -859,7 +866,8 @@ struct PySession {
     if (session->n_past() == 0)
       throw py::value_error("Session.compress: the session holds no tokens (prefill some first)");
     if (!py && config.is_full()) return;  // keeps every token
-    const int read = py ? py->window : momentkv_python::queries_read(config);
+    const int read = !py ? momentkv_python::queries_read(config)
+                     : py->window == mkv::Protection::kAutoWindow ? mkv::kMaxAutoWindow : py->window;
     if (read < 0)
       throw py::value_error("Session.compress: press '" + name + "' scores with every query of the sequence, which a "
                             "session does not keep; create the session with this press to use it");
@@ -1046,6 +1054,9 @@ PYBIND11_MODULE(_momentkv, m) {
   m.def("pooling_kernel", &mkv::pooling_kernel, py::arg("budget"),
         "The max-pool kernel that kernel=auto gives a layer budget of `budget` tokens per KV head "
         "(L/3 made odd, in [7, 31]).");
+  m.def("observation_window", &mkv::observation_window, py::arg("budget"),
+        "The observation window that window=auto gives a layer budget of `budget` tokens per KV head "
+        "(L/64 in [1, 32]): the queries a window-based press scores with and the recent rows it keeps.");
   m.def("press_catalog", &press_catalog, "Every press with its parameters and defaults (momentkv presses).");
 
   py::class_<TextStream>(m, "TextStream")

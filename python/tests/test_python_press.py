@@ -51,6 +51,17 @@ def test_python_snapkv_equals_builtin_snapkv(needle_model, needle_text, budget):
         assert builtin != full  # the comparison is not vacuous: this budget changes the reply
 
 
+def test_auto_window_is_the_budgets_window(needle_model, needle_text):
+    assert [momentkv.presses.observation_window(b) for b in (16, 64, 96, 128, 4096)] == [1, 1, 1, 2, 32]
+    budget = 24  # window=auto observes and protects 1 row here
+    auto = tokens(needle_model, needle_text, PySnapKV(), budget)
+    assert auto == tokens(needle_model, needle_text, PySnapKV(window=1), budget)
+    assert auto == tokens(needle_model, needle_text, "snapkv:window=1", budget)
+    assert auto != tokens(needle_model, needle_text, PySnapKV(window=32), budget)  # the window matters here
+    with pytest.raises(TypeError, match='window must be a int or "auto", got str'):
+        PySnapKV(window="wide")
+
+
 @pytest.mark.parametrize("budget", [16, 64])
 @pytest.mark.parametrize("python_press, spec", [
     (lambda: PySnapKV(nc=True), "snapkv:nc=1"),

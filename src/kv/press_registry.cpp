@@ -38,7 +38,9 @@ constexpr double kMaxRatio = 0.999999;  // ratios are in [0, 1): at most this
 const Param kRatio{"ratio", Kind::Real, "", 0, kMaxRatio, {}, "fraction of tokens removed (default: --compression-ratio)"};
 const Param kSlack{"decode_slack", Kind::Int, "-1", -1, 1e9, {}, "evict again while decoding when a head exceeds budget + slack; -1 = never"};
 const Param kSinks{"sinks", Kind::Int, "4", 0, 1e6, {}, "first tokens always kept"};
-const Param kWindow{"window", Kind::Int, "32", 1, 1e6, {}, "observation window (last queries), always kept"};
+// "auto" or an integer >= 1 (Values::check); auto = tied to the budget (observation_window).
+const Param kWindow{"window", Kind::Int, "auto", 1, 1e6, {},
+                    "observation window (last queries scored, recent rows kept), or auto: L/64 in [1, 32]"};
 // "auto" or an odd integer (Values::check); auto = tied to the budget (pooling_kernel).
 const Param kKernel{"kernel", Kind::Int, "auto", 1, 63, {}, "max-pool kernel over the scores (odd), or auto: L/3 made odd, in [7, 31]"};
 const Param kBeta{"beta", Kind::Real, "20", 1, 1e6, {}, "PyramidKV: smallest layer budget = (L − window)/beta"};
@@ -139,6 +141,7 @@ class Values {
     return it == values_.end() ? unset : it->second;
   }
   void check(const Param& p, std::string_view text) const {
+    if (std::string_view(p.key) == kWindow.key && text == "auto") return;
     if (std::string_view(p.key) == kKernel.key) {
       if (text == "auto") return;
       MKV_CHECK(!text.empty() && text.find_first_not_of("0123456789") == std::string_view::npos,
@@ -175,19 +178,26 @@ int kernel_of(const Values& v) {
   return v.text("kernel") == "auto" ? SnapKVScorer::kAutoKernel : v.integer("kernel");
 }
 
+// The window of a validated spec: an integer >= 1, Protection::kAutoWindow, or 0 for a press
+// without one (StreamingLLM).
+int window_of(const Values& v) {
+  if (v.text("window").empty()) return 0;
+  return v.text("window") == "auto" ? Protection::kAutoWindow : v.integer("window");
+}
+
 std::unique_ptr<Scorer> make_scorer(std::string_view name, const Values& v) {
   if (name == "streaming_llm") return std::make_unique<RecencyScorer>();
   if (name == "h2o") return std::make_unique<H2OScorer>();
-  if (name == "snapkv") return std::make_unique<SnapKVScorer>(v.integer("window"), kernel_of(v));
+  if (name == "snapkv") return std::make_unique<SnapKVScorer>(window_of(v), kernel_of(v));
   MKV_ASSERT(name == "momentkv");
-  return std::make_unique<MomentScorer>(v.integer("window"), kernel_of(v));
+  return std::make_unique<MomentScorer>(window_of(v), kernel_of(v));
 }
 
 ScorerPressOptions common_options(const PressDef& def, Values& v, const Budget& budget) {
   ScorerPressOptions o;
   o.budget = budget;
   o.protection.sinks = v.integer("sinks");
-  o.protection.window = v.text("window").empty() ? 0 : v.integer("window");
+  o.protection.window = window_of(v);
   o.decode_slack = v.integer("decode_slack");
   if (v.text("variant") == "grouped") {
     v.set_default("groups", "16");
@@ -215,7 +225,7 @@ std::unique_ptr<Press> build_press(const PressDef& def, Values& v, const Budget&
   ScorerPressOptions o = common_options(def, v, budget);
   if (name == "pyramidkv") {
     o.beta = v.real("beta");
-    return make_pyramidkv(v.integer("window"), kernel_of(v), o);
+    return make_pyramidkv(window_of(v), kernel_of(v), o);
   }
   if (name == "adakv") {
     o.safeguard = v.real("safeguard");

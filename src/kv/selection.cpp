@@ -26,6 +26,7 @@ bool ranks_before(const Ranked& a, const Ranked& b) {
 
 // Candidate rows [sinks, length − window) of a head, clamped to its length.
 void candidate_range(int32_t length, const Protection& p, int32_t& begin, int32_t& end) {
+  MKV_ASSERT(p.window >= 0 && p.sinks >= 0);  // resolved (clamp_protection), not kAutoWindow
   begin = std::min<int32_t>(p.sinks, length);
   end = length - std::min<int32_t>(p.window, length - begin);
 }
@@ -44,13 +45,22 @@ int32_t Budget::resolve(int32_t seen) const {
   return int32_t(double(seen) * (1.0 - ratio));
 }
 
+int observation_window(int32_t budget) {
+  return int(std::clamp<int32_t>(budget / 64, 1, kMaxAutoWindow));
+}
+
+int resolve_window(int window, int32_t budget) {
+  MKV_ASSERT(window >= 0 || window == Protection::kAutoWindow);
+  return window == Protection::kAutoWindow ? observation_window(budget) : window;
+}
+
 Protection clamp_protection(const Protection& protection, int32_t budget) {
   Protection p;
   p.sinks = std::min<int32_t>(protection.sinks, std::max<int32_t>(budget, 0));
   // [derived] At most half of the non-sink budget goes to the recent window, so that scores
   // still choose tokens at small budgets (L < sinks + 2·window) instead of every press
   // degenerating to StreamingLLM.
-  p.window = std::min<int32_t>(protection.window, std::max<int32_t>((budget - p.sinks) / 2, 0));
+  p.window = std::min<int32_t>(resolve_window(protection.window, budget), std::max<int32_t>((budget - p.sinks) / 2, 0));
   return p;
 }
 

@@ -22,14 +22,29 @@ struct Budget {
   bool operator==(const Budget&) const = default;
 };
 
-// Rows always kept: the first `sinks` and the last `window` of a head (oldest first).
+// Rows always kept: the first `sinks` and the last `window` of a head (oldest first). The window
+// is also how many of the last queries a window-based scorer observes; kAutoWindow ties it to the
+// budget (observation_window).
 struct Protection {
+  static constexpr int kAutoWindow = -1;
   int sinks = 4;
-  int window = 32;
+  int window = kAutoWindow;
 };
 
-// Protection clamped to a budget L: sinks ≤ L, window ≤ (L − sinks)/2 (a small budget shrinks
-// the protected window, never the budget, and leaves at least half of it to the scores).
+// The largest window window=auto takes (how many queries a window-based scorer must keep).
+inline constexpr int kMaxAutoWindow = 32;
+
+// The window of window=auto at a budget of L tokens per KV head (docs/METHODS.md §5): L/64 within
+// [1, kMaxAutoWindow] (1 below L=128, 2 at 128, 16 at 1024, 32 from 2048): the last queries (the
+// question) choose the rows, and recent rows take a small share of the budget.
+int observation_window(int32_t budget);
+
+// `window` at budget L: itself, or observation_window(L) for kAutoWindow. The scorers observe this
+// many queries; clamp_protection may protect fewer rows.
+int resolve_window(int window, int32_t budget);
+
+// Protection clamped to a budget L: sinks ≤ L, window (resolved) ≤ (L − sinks)/2 (a small budget
+// shrinks the protected window, never the budget, and leaves at least half of it to the scores).
 Protection clamp_protection(const Protection& protection, int32_t budget);
 
 // The rows a head of scores.size() rows keeps when it may hold n_keep: all rows if it is not

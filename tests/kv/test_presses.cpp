@@ -83,6 +83,7 @@ TEST_P(EveryPress, KeepsExactlyTheTopScoresWithSinksAndWindow) {
   run.prefill();
   // Expected rows per layer/head from the scores of the uncompressed cache (one round).
   std::vector<std::vector<int32_t>> expected;
+  std::vector<Protection> protections;  // (layers × heads) the clamped protection of each head
   for (int layer = 0; layer < kGeometry.n_layers; ++layer) {
     HeadScores scores;
     press.score_layer(run.cache, layer, scores);
@@ -92,6 +93,7 @@ TEST_P(EveryPress, KeepsExactlyTheTopScoresWithSinksAndWindow) {
       const bool pyramid = press.options().allocation == Allocation::Pyramid;
       const Protection p = clamp_protection(press.options().protection, pyramid ? finals[h] : c.budget);
       expected.push_back(reference_positions(scores[h], run.positions(layer, h), finals[h], p));
+      protections.push_back(p);
     }
   }
   run.press->compress(run.cache, CompressReason::AfterPrefill);
@@ -100,12 +102,15 @@ TEST_P(EveryPress, KeepsExactlyTheTopScoresWithSinksAndWindow) {
     for (int h = 0; h < kGeometry.n_kv_heads; ++h, ++i) {
       const auto got = run.positions(layer, h);
       EXPECT_EQ(got, expected[i]) << c.spec << " layer " << layer << " head " << h;
-      const Protection p = clamp_protection(press.options().protection, c.budget);
-      for (int s = 0; s < std::min(p.sinks, c.budget); ++s) EXPECT_EQ(got[s], s);  // sinks kept
+      const Protection& p = protections[i];
+      for (int s = 0; s < p.sinks; ++s) EXPECT_EQ(got[s], s);  // sinks kept
       if (c.budget < kPrompt && press.options().allocation == Allocation::Uniform) {
         EXPECT_EQ(int32_t(got.size()), c.budget);
       }
-      EXPECT_EQ(got.back(), kPrompt - 1);  // the window's newest row is kept
+      // The window's newest row is kept (a PyramidKV layer budget of 1 keeps its sink instead).
+      if (p.window > 0) {
+        EXPECT_EQ(got.back(), kPrompt - 1);
+      }
       kept += int64_t(got.size());
       if (run.cache.tracks_moments()) {
         EXPECT_EQ(run.cache.head(layer, h).moments->count(), kPrompt - int64_t(got.size()));
@@ -168,6 +173,33 @@ TEST(Presses, AutoKernelIsTheBudgetsKernel) {
           differs_from_other |= automatic.positions(layer, h) != other.positions(layer, h);
         }
       EXPECT_TRUE(differs_from_other) << press << " " << budget_spec << ": the kernel should matter here";
+    }
+  }
+}
+
+// window=auto (the default) keeps the rows of the explicit window its budget gives: the scorers
+// observe that many queries and protect that many recent rows, and PyramidKV's layer budgets use it.
+// The window follows each layer's budget, as kernel=auto does; PyramidKV's layer budgets here
+// (at most 117) all have window 1.
+TEST(Presses, AutoWindowIsTheBudgetsWindow) {
+  for (const auto& [budget_spec, budget] : std::vector<std::pair<std::string, int32_t>>{
+           {"budget=24", 24}, {"budget=100", 100}, {"ratio=0.5", kPrompt / 2}}) {
+    for (const std::string press : {"snapkv", "momentkv", "adakv", "pyramidkv", "h2o"}) {
+      const std::string spec = press + ":" + budget_spec;
+      PressRun automatic(spec);
+      PressRun fixed(spec + ",window=" + std::to_string(observation_window(budget)));
+      PressRun other(spec + ",window=" + std::to_string(observation_window(budget) + 16));
+      for (PressRun* run : {&automatic, &fixed, &other}) {
+        run->prefill();
+        run->press->compress(run->cache, CompressReason::AfterPrefill);
+      }
+      bool differs_from_other = false;
+      for (int layer = 0; layer < kGeometry.n_layers; ++layer)
+        for (int h = 0; h < kGeometry.n_kv_heads; ++h) {
+          EXPECT_EQ(automatic.positions(layer, h), fixed.positions(layer, h)) << press << " " << budget_spec;
+          differs_from_other |= automatic.positions(layer, h) != other.positions(layer, h);
+        }
+      EXPECT_TRUE(differs_from_other) << press << " " << budget_spec << ": the window should matter here";
     }
   }
 }

@@ -31,6 +31,7 @@ TEST(Registry, RejectsBadSpecsNamingWhatIsWrong) {
       {"snapkv:window=abc", "window=abc is not an integer"},
       {"snapkv:window=8.5", "window=8.5 is not an integer"},
       {"snapkv:window=0", "window=0 is out of range"},
+      {"snapkv:window=Auto", "window=Auto is not an integer"},
       {"snapkv:kernel=4", "kernel=4 must be odd"},
       {"snapkv:kernel=wide", "kernel=wide is not an odd integer or auto"},
       {"snapkv:kernel=-3", "kernel=-3 is not an odd integer or auto"},
@@ -56,15 +57,15 @@ TEST(Registry, RejectsBadSpecsNamingWhatIsWrong) {
 
 TEST(Registry, CanonicalSpecSpellsOutEveryParameterAndTheBudget) {
   // A budget from the flags is part of the canonical spec, as one written in the spec is.
-  const std::string snapkv = "snapkv:window=32,kernel=5,sinks=4,budget=64,decode_slack=-1,nc=0,groups=1,clip=0,means_only=0";
+  const std::string snapkv = "snapkv:window=auto,kernel=5,sinks=4,budget=64,decode_slack=-1,nc=0,groups=1,clip=0,means_only=0";
   EXPECT_EQ(PressConfig::parse("snapkv:kernel=5", Budget{64, 0.0}).spec(), snapkv);
   EXPECT_EQ(PressConfig::parse("snapkv:kernel=5,budget=64").spec(), snapkv);
   EXPECT_EQ(PressConfig::parse("snapkv:kernel=5", Budget{64, 0.0}).make()->spec(), snapkv);
   EXPECT_EQ(PressConfig::parse("momentkv:budget=32,variant=grouped,groups=4").make()->spec(),
-            "momentkv:window=32,kernel=auto,sinks=4,rounds=1,alloc=adaptive,safeguard=0.2,beta=20,"
+            "momentkv:window=auto,kernel=auto,sinks=4,rounds=1,alloc=adaptive,safeguard=0.2,beta=20,"
             "variant=grouped,budget=32,decode_slack=-1,nc=1,groups=4,clip=1,means_only=0");
   EXPECT_EQ(PressConfig::parse("snapkv", Budget{0, 0.25}).spec(),
-            "snapkv:window=32,kernel=auto,sinks=4,ratio=0.25,decode_slack=-1,nc=0,groups=1,clip=0,means_only=0");
+            "snapkv:window=auto,kernel=auto,sinks=4,ratio=0.25,decode_slack=-1,nc=0,groups=1,clip=0,means_only=0");
   EXPECT_EQ(PressConfig().spec(), "full");
   EXPECT_EQ(PressConfig::parse("full").make()->spec(), "full");
 }

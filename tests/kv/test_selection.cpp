@@ -52,6 +52,26 @@ INSTANTIATE_TEST_SUITE_P(Cases, SelectKeep,
                                            SelectCase{50, 200, 4, 32}, SelectCase{300, 16, 4, 0},
                                            SelectCase{300, 64, 0, 8}, SelectCase{8, 6, 4, 2}));
 
+TEST(Selection, AutoWindowFollowsTheBudget) {
+  EXPECT_EQ(observation_window(1), 1);
+  EXPECT_EQ(observation_window(16), 1);
+  EXPECT_EQ(observation_window(127), 1);
+  EXPECT_EQ(observation_window(128), 2);
+  EXPECT_EQ(observation_window(1024), 16);
+  EXPECT_EQ(observation_window(2048), kMaxAutoWindow);
+  EXPECT_EQ(observation_window(1'000'000'000), kMaxAutoWindow);
+  EXPECT_EQ(resolve_window(5, 128), 5);
+  EXPECT_EQ(resolve_window(Protection::kAutoWindow, 128), 2);
+  // The resolved window is clamped like an explicit one: at L=5 none of it is protected.
+  const Protection automatic{4, Protection::kAutoWindow};
+  EXPECT_EQ(clamp_protection(automatic, 5).window, 0);
+  EXPECT_EQ(clamp_protection(automatic, 16).window, 1);
+  EXPECT_EQ(clamp_protection(automatic, 128).window, 2);
+  EXPECT_EQ(clamp_protection(automatic, 300).window, 4);
+  EXPECT_EQ(clamp_protection(automatic, 4096).window, 32);
+  EXPECT_EQ(clamp_protection(automatic, 4).window, 0);
+}
+
 TEST(Selection, ClampsProtectionToTheBudget) {
   const Protection p = clamp_protection(Protection{4, 32}, 16);
   EXPECT_EQ(p.sinks, 4);

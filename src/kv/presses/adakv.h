@@ -5,7 +5,7 @@
 // the global top H·B scores give c_h per head; head h keeps b_h = round(c_h(1 − a) + aB) plus
 // its protected rows (adaptive_budgets in selection.h). Heads become ragged.
 //
-// Spec: adakv:scorer=snapkv,safeguard=0.2,window=32,kernel=auto,sinks=4,nc=0 (+ budget, ...);
+// Spec: adakv:scorer=snapkv,safeguard=0.2,window=auto,kernel=auto,sinks=4,nc=0 (+ budget, ...);
 // scorer ∈ {snapkv, h2o} takes that scorer's parameters; MomentKV with this allocation is the
 // press momentkv:alloc=adaptive (one name per method).
 #pragma once

@@ -6,7 +6,7 @@
 // Keeps the top L − window plus the window (and the sinks). With decode_slack the sums keep
 // accumulating during decoding and eviction repeats when a head exceeds L + slack.
 //
-// Spec: h2o:window=32,sinks=4,nc=0 (+ budget, decode_slack, groups, clip, means_only).
+// Spec: h2o:window=auto,sinks=4,nc=0 (+ budget, decode_slack, groups, clip, means_only).
 // Cost: observe is O(n_tokens · length · d) per head (quadratic in the prompt).
 #pragma once
 

@@ -8,7 +8,7 @@
 // NC (normalisation-corrected attention) on by default.
 //
 // Spec and defaults:
-//   momentkv:window=32,kernel=auto,sinks=4,rounds=1,alloc=adaptive,nc=1,variant=means
+//   momentkv:window=auto,kernel=auto,sinks=4,rounds=1,alloc=adaptive,nc=1,variant=means
 //   alloc      adaptive (Ada-KV's rule on α·‖r‖, safeguard=0.2; the default) | uniform | pyramid
 //   nc=0       MI selection without NC (moments still tracked: the scores need them)
 //   variant    means:   groups=2, means_only=1 unless given (the default, chosen on the dev split:

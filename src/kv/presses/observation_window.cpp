@@ -23,9 +23,9 @@ void ObservationWindow::observe(int layer, int n_tokens, const float* q, const i
   }
 }
 
-ObservationWindow::Queries ObservationWindow::last(int layer) const {
+ObservationWindow::Queries ObservationWindow::last(int layer, int n) const {
   const Layer& l = layers_[layer];
-  const int count = std::min(int(l.positions.size()), window_);
+  const int count = std::min({int(l.positions.size()), window_, n});
   const std::size_t first = l.positions.size() - count;
   return {l.q.data() + first * row_, l.positions.data() + first, count};
 }

@@ -20,7 +20,9 @@ class ObservationWindow {
     const int32_t* positions = nullptr;
     int count = 0;
   };
-  Queries last(int layer) const;
+  Queries last(int layer) const { return last(layer, window_); }
+  // The last min(n, window) of them.
+  Queries last(int layer, int n) const;
 
  private:
   // One layer's queries (n, row) and positions (n), n < 2·window: trimmed to the last window only

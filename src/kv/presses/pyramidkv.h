@@ -4,7 +4,7 @@
 // SnapKV scores; layer budgets decrease linearly with depth (pyramid_budgets in selection.h):
 // B = L − window, min = B/β, max = 2B − min, uniform when the prompt is shorter than 2B.
 //
-// Spec: pyramidkv:window=32,kernel=auto,beta=20,sinks=4,nc=0 (+ budget, decode_slack, ...).
+// Spec: pyramidkv:window=auto,kernel=auto,beta=20,sinks=4,nc=0 (+ budget, decode_slack, ...).
 #pragma once
 
 #include <memory>

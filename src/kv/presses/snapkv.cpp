@@ -13,17 +13,23 @@ int pooling_kernel(int32_t budget) {
 }
 
 SnapKVScorer::SnapKVScorer(int window, int kernel)
-    : window_(window), kernel_(kernel), layer_kernel_(kernel == kAutoKernel ? 7 : kernel) {
-  MKV_ASSERT(window >= 1 && (kernel == kAutoKernel || (kernel >= 1 && kernel % 2 == 1)));
+    : window_(window),
+      kernel_(kernel),
+      layer_window_(window == Protection::kAutoWindow ? kMaxAutoWindow : window),
+      layer_kernel_(kernel == kAutoKernel ? 7 : kernel) {
+  MKV_ASSERT((window >= 1 || window == Protection::kAutoWindow) &&
+             (kernel == kAutoKernel || (kernel >= 1 && kernel % 2 == 1)));
 }
 
 void SnapKVScorer::set_layer_budget(int32_t budget) {
+  layer_window_ = resolve_window(window_, budget);
   layer_kernel_ = kernel_ == kAutoKernel ? pooling_kernel(budget) : kernel_;
 }
 
 void SnapKVScorer::reset(const PressGeometry& geometry) {
   Scorer::reset(geometry);
-  observed_.reset(geometry.n_layers, window_, std::size_t(geometry.n_heads) * geometry.head_dim_k);
+  const int capacity = window_ == Protection::kAutoWindow ? kMaxAutoWindow : window_;  // queries kept
+  observed_.reset(geometry.n_layers, capacity, std::size_t(geometry.n_heads) * geometry.head_dim_k);
 }
 
 void SnapKVScorer::observe(int layer, int n_tokens, const float* q, const int32_t* positions,
@@ -33,7 +39,7 @@ void SnapKVScorer::observe(int layer, int n_tokens, const float* q, const int32_
 
 void SnapKVScorer::score(const KvCache& cache, int layer, HeadScores& scores) {
   const PressGeometry& g = geometry_;
-  const ObservationWindow::Queries window = observed_.last(layer);  // the last window_ observed queries
+  const ObservationWindow::Queries window = observed_.last(layer, layer_window_);  // the last observed queries
   const int n_obs = window.count;
   const float* obs_q = window.q;
   const int32_t* obs_positions = window.positions;

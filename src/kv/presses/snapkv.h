@@ -1,7 +1,8 @@
 // SnapKV: "SnapKV: LLM Knows What You are Looking for Before Generation" (Li et al., 2024,
 // arXiv 2404.14469). docs/METHODS.md §6.4.
 //
-// Score of row j: Σ over the last `window` queries of softmax(τ Q_win Kᵀ) (full row, causal
+// Score of row j: Σ over the last `window` queries (window=auto: observation_window(L) of the
+// layer's budget L, selection.h) of softmax(τ Q_win Kᵀ) (full row, causal
 // inside the window), 1-D max-pool (kernel, stride 1, same padding) over the rows before the
 // window and, apart, over the window's rows, mean over the KV group's query heads. Rows inside the observation window are scored like any other row (by
 // the later window queries that see them): which rows are protected is decided in one place,
@@ -11,7 +12,7 @@
 // kept span grows with what the budget can afford, so a value written as several tokens is kept
 // whole instead of a fixed 7 rows around the attended one.
 //
-// Spec: snapkv:window=32,kernel=auto,sinks=4,nc=0 (+ budget, decode_slack, groups, clip, means_only).
+// Spec: snapkv:window=auto,kernel=auto,sinks=4,nc=0 (+ budget, decode_slack, groups, clip, means_only).
 #pragma once
 
 #include <vector>
@@ -29,7 +30,7 @@ class SnapKVScorer : public Scorer {
  public:
   static constexpr int kAutoKernel = 0;  // kernel = pooling_kernel(the layer's budget)
 
-  // kernel: odd, or kAutoKernel.
+  // window: >= 1, or Protection::kAutoWindow; kernel: odd, or kAutoKernel.
   SnapKVScorer(int window, int kernel);
   void set_layer_budget(int32_t budget) override;
   void reset(const PressGeometry& geometry) override;
@@ -39,7 +40,7 @@ class SnapKVScorer : public Scorer {
 
  private:
   int window_, kernel_;
-  int layer_kernel_ = 7;  // the kernel of the layer being scored
+  int layer_window_, layer_kernel_;  // the window and kernel of the layer being scored
   ObservationWindow observed_;
 };
 
