@@ -153,28 +153,31 @@ TEST(Presses, PoolingKernelFollowsTheBudget) {
   for (int32_t budget = 1; budget < 300; ++budget) EXPECT_EQ(pooling_kernel(budget) % 2, 1) << budget;
 }
 
+// `spec` with key=auto (its default) keeps the rows of spec + ",key=value" and not all those of
+// spec + ",key=other".
+void expect_auto_is(const std::string& spec, const std::string& key, int value, int other) {
+  PressRun automatic(spec);
+  PressRun fixed(spec + "," + key + "=" + std::to_string(value));
+  PressRun different(spec + "," + key + "=" + std::to_string(other));
+  for (PressRun* run : {&automatic, &fixed, &different}) {
+    run->prefill();
+    run->press->compress(run->cache, CompressReason::AfterPrefill);
+  }
+  bool differs_from_other = false;
+  for (int layer = 0; layer < kGeometry.n_layers; ++layer)
+    for (int h = 0; h < kGeometry.n_kv_heads; ++h) {
+      EXPECT_EQ(automatic.positions(layer, h), fixed.positions(layer, h)) << spec;
+      differs_from_other |= automatic.positions(layer, h) != different.positions(layer, h);
+    }
+  EXPECT_TRUE(differs_from_other) << spec << ": the " << key << " should matter here";
+}
+
 // kernel=auto keeps the rows of the explicit kernel its budget gives, for token and ratio budgets.
 TEST(Presses, AutoKernelIsTheBudgetsKernel) {
   for (const auto& [budget_spec, budget] : std::vector<std::pair<std::string, int32_t>>{
-           {"budget=48", 48}, {"budget=100", 100}, {"ratio=0.5", kPrompt / 2}}) {
-    for (const std::string press : {"snapkv", "momentkv:rounds=1", "adakv"}) {
-      const std::string sep = press.find(':') == std::string::npos ? ":" : ",";
-      PressRun automatic(press + sep + budget_spec);
-      PressRun fixed(press + sep + budget_spec + ",kernel=" + std::to_string(pooling_kernel(budget)));
-      PressRun other(press + sep + budget_spec + ",kernel=" + std::to_string(pooling_kernel(budget) + 8));
-      for (PressRun* run : {&automatic, &fixed, &other}) {
-        run->prefill();
-        run->press->compress(run->cache, CompressReason::AfterPrefill);
-      }
-      bool differs_from_other = false;
-      for (int layer = 0; layer < kGeometry.n_layers; ++layer)
-        for (int h = 0; h < kGeometry.n_kv_heads; ++h) {
-          EXPECT_EQ(automatic.positions(layer, h), fixed.positions(layer, h)) << press << " " << budget_spec;
-          differs_from_other |= automatic.positions(layer, h) != other.positions(layer, h);
-        }
-      EXPECT_TRUE(differs_from_other) << press << " " << budget_spec << ": the kernel should matter here";
-    }
-  }
+           {"budget=48", 48}, {"budget=100", 100}, {"ratio=0.5", kPrompt / 2}})
+    for (const std::string press : {"snapkv:", "momentkv:rounds=1,", "adakv:"})
+      expect_auto_is(press + budget_spec, "kernel", pooling_kernel(budget), pooling_kernel(budget) + 8);
 }
 
 // window=auto (the default) keeps the rows of the explicit window its budget gives: the scorers
@@ -183,25 +186,9 @@ TEST(Presses, AutoKernelIsTheBudgetsKernel) {
 // (at most 117) all have window 1.
 TEST(Presses, AutoWindowIsTheBudgetsWindow) {
   for (const auto& [budget_spec, budget] : std::vector<std::pair<std::string, int32_t>>{
-           {"budget=24", 24}, {"budget=100", 100}, {"ratio=0.5", kPrompt / 2}}) {
-    for (const std::string press : {"snapkv", "momentkv", "adakv", "pyramidkv", "h2o"}) {
-      const std::string spec = press + ":" + budget_spec;
-      PressRun automatic(spec);
-      PressRun fixed(spec + ",window=" + std::to_string(observation_window(budget)));
-      PressRun other(spec + ",window=" + std::to_string(observation_window(budget) + 16));
-      for (PressRun* run : {&automatic, &fixed, &other}) {
-        run->prefill();
-        run->press->compress(run->cache, CompressReason::AfterPrefill);
-      }
-      bool differs_from_other = false;
-      for (int layer = 0; layer < kGeometry.n_layers; ++layer)
-        for (int h = 0; h < kGeometry.n_kv_heads; ++h) {
-          EXPECT_EQ(automatic.positions(layer, h), fixed.positions(layer, h)) << press << " " << budget_spec;
-          differs_from_other |= automatic.positions(layer, h) != other.positions(layer, h);
-        }
-      EXPECT_TRUE(differs_from_other) << press << " " << budget_spec << ": the window should matter here";
-    }
-  }
+           {"budget=24", 24}, {"budget=100", 100}, {"ratio=0.5", kPrompt / 2}})
+    for (const std::string press : {"snapkv", "momentkv", "adakv", "pyramidkv", "h2o"})
+      expect_auto_is(press + ":" + budget_spec, "window", observation_window(budget), observation_window(budget) + 16);
 }
 
 TEST(Presses, BudgetAtLeastTheLengthEvictsNothing) {
