@@ -141,7 +141,11 @@ class Values {
     return it == values_.end() ? unset : it->second;
   }
   void check(const Param& p, std::string_view text) const {
-    if (std::string_view(p.key) == kWindow.key && text == "auto") return;
+    if (std::string_view(p.key) == kWindow.key) {
+      if (text == "auto") return;
+      MKV_CHECK(!text.empty() && text.find_first_not_of("0123456789") == std::string_view::npos,
+                "press '{}': window={} is not an integer >= 1 or auto", def_.name, text);
+    }
     if (std::string_view(p.key) == kKernel.key) {
       if (text == "auto") return;
       MKV_CHECK(!text.empty() && text.find_first_not_of("0123456789") == std::string_view::npos,

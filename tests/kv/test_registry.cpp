@@ -31,7 +31,7 @@ TEST(Registry, RejectsBadSpecsNamingWhatIsWrong) {
       {"snapkv:window=abc", "window=abc is not an integer"},
       {"snapkv:window=8.5", "window=8.5 is not an integer"},
       {"snapkv:window=0", "window=0 is out of range"},
-      {"snapkv:window=Auto", "window=Auto is not an integer"},
+      {"snapkv:window=Auto", "window=Auto is not an integer >= 1 or auto"},
       {"snapkv:kernel=4", "kernel=4 must be odd"},
       {"snapkv:kernel=wide", "kernel=wide is not an odd integer or auto"},
       {"snapkv:kernel=-3", "kernel=-3 is not an odd integer or auto"},
