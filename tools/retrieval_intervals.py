@@ -1,13 +1,14 @@
 """Accuracy with bootstrap 95% intervals from `momentkv eval ruler` result folders.
 
-    /usr/bin/python3 tools/retrieval_intervals.py OUT [--tasks own_niah_single,...] [--seed 1]
+    /usr/bin/python3 tools/retrieval_intervals.py OUT [--tasks own_niah_single,...] [--seed 1] [--paired A:B ...]
 
 Reads every OUT/*/run.json (press, budget) and OUT/*/pred/{task}.jsonl, scores each prediction
 with RULER's string_match_all (the share of the expected outputs found in the prediction,
 case-insensitive, x100, as `momentkv eval` scores it) and prints one markdown table: a row per press,
 a column per budget, each cell the mean over all the samples of the chosen tasks with a
 percentile-bootstrap 95% interval over samples (2,000 resamples, seeded), and the full cache's
-mean as a reference row. Standard library only.
+mean as a reference row. --paired A:B (repeatable) adds a table of A minus B over the same samples
+(paired by task and sample index) with a bootstrap 95% interval over samples. Standard library only.
 """
 import argparse
 import json
@@ -37,7 +38,9 @@ def load(root, tasks):
             pred = run_json.parent / "pred" / f"{task}.jsonl"
             if not pred.exists():
                 sys.exit(f"error: {pred} is missing (unfinished run?)")
-            scores += [sample_score(json.loads(line)) for line in pred.read_text().splitlines() if line.strip()]
+            rows = [json.loads(line) for line in pred.read_text().splitlines() if line.strip()]
+            rows.sort(key=lambda row: row.get("index", 0))  # the same sample order in every run
+            scores += [sample_score(row) for row in rows]
         runs[(run["press"], int(run.get("budget") or 0))] = scores
     return runs
 
@@ -47,6 +50,8 @@ def main():
     p.add_argument("root", help="an eval output folder (one subfolder per press x budget)")
     p.add_argument("--tasks", default="own_niah_single,own_niah_multikey,own_niah_multivalue,own_vt")
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--paired", action="append", default=[], metavar="A:B",
+                   help="also print press A minus press B over the same samples (repeatable)")
     args = p.parse_args()
     tasks = args.tasks.split(",")
     runs = load(args.root, tasks)
@@ -76,6 +81,24 @@ def main():
             lo, hi = bootstrap(scores, rng)
             cells.append(f"{sum(scores) / len(scores):.1f} [{lo:.1f}, {hi:.1f}]")
         print(f"| {press} | " + " | ".join(cells) + " |")
+    if args.paired:
+        print("\npaired differences, points over the same samples [bootstrap 95% interval]\n")
+        print("| difference | " + " | ".join(f"L={b}" for b in budgets) + " |")
+        print("|---|" + "---|" * len(budgets))
+    for pair in args.paired:
+        a, sep, b = pair.partition(":")
+        if not sep or a not in presses or b not in presses:
+            sys.exit(f"error: --paired {pair}: want A:B with two presses of {', '.join(presses)}")
+        cells = []
+        for budget in budgets:
+            x, y = runs.get((a, budget)), runs.get((b, budget))
+            if not x or not y or len(x) != len(y):
+                cells.append("–")
+                continue
+            diff = [u - v for u, v in zip(x, y)]
+            lo, hi = bootstrap(diff, rng)
+            cells.append(f"{sum(diff) / len(diff):+.1f} [{lo:+.1f}, {hi:+.1f}]")
+        print(f"| {a} − {b} | " + " | ".join(cells) + " |")
 
 
 if __name__ == "__main__":
