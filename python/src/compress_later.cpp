@@ -1,5 +1,7 @@
 #include "compress_later.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <string_view>
 #include <vector>
@@ -47,13 +49,23 @@ void QueryRecorder::replay(mkv::Press& press, const mkv::KvCache& cache) const {
   }
 }
 
-int queries_read(const mkv::PressConfig& config) {
+int window_read(int window, const mkv::Budget& budget, int32_t n_past, bool pyramid) {
+  if (window != mkv::Protection::kAutoWindow) return window;
+  const int64_t most_layer_budget = (pyramid ? 2 : 1) * int64_t(std::max<int32_t>(budget.resolve(n_past), 1));
+  return mkv::observation_window(int32_t(std::min<int64_t>(most_layer_budget, INT32_MAX)));
+}
+
+int queries_read(const mkv::PressConfig& config, int32_t n_past) {
   if (config.is_full()) return 0;
   const std::string spec = config.spec();
   if (config.name() == "h2o" || spec_value(spec, "scorer") == "h2o") return -1;
   const std::string window = spec_value(spec, "window");
-  if (window == "auto") return mkv::kMaxAutoWindow;  // the most any layer's budget may ask for
-  return window.empty() ? 0 : std::stoi(window);
+  if (window.empty()) return 0;
+  if (window != "auto") return std::stoi(window);
+  // Without a budget the press is refused later (make_press); until then, the most auto may read.
+  const bool pyramid = config.name() == "pyramidkv" || spec_value(spec, "alloc") == "pyramid";
+  return config.budget() ? window_read(mkv::Protection::kAutoWindow, *config.budget(), n_past, pyramid)
+                         : mkv::kMaxAutoWindow;
 }
 
 mkv::PressGeometry press_geometry(const mkv::ModelConfig& c) {

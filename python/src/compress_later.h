@@ -17,6 +17,7 @@
 #include "kv/press.h"
 #include "kv/press_config.h"
 #include "kv/presses/observation_window.h"
+#include "kv/selection.h"
 #include "model/model_config.h"
 #include "model/transformer.h"
 
@@ -43,10 +44,15 @@ class QueryRecorder : public mkv::ForwardObserver {
   mkv::ForwardObserver* next_ = nullptr;
 };
 
-// How many of the last observed queries per layer a press's scores read: 0 for none (full,
-// streaming_llm), the observation window (snapkv, pyramidkv, adakv, momentkv), or -1 for every
-// query of the sequence (h2o, adakv:scorer=h2o).
-int queries_read(const mkv::PressConfig& config);
+// How many of the last observed queries per layer a press's scores read when it compresses a
+// sequence of n_past tokens: 0 for none (full, streaming_llm), the observation window (snapkv,
+// pyramidkv, adakv, momentkv), or -1 for every query of the sequence (h2o, adakv:scorer=h2o).
+int queries_read(const mkv::PressConfig& config, int32_t n_past);
+
+// The most queries window `window` (>= 1, or Protection::kAutoWindow) reads under `budget` with
+// n_past tokens: window=auto follows the layer's budget, which is L, or at most 2L with pyramid
+// allocation (its first layers take what the deeper ones give up).
+int window_read(int window, const mkv::Budget& budget, int32_t n_past, bool pyramid);
 
 mkv::PressGeometry press_geometry(const mkv::ModelConfig& config);
 

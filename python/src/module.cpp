@@ -866,8 +866,10 @@ struct PySession {
     if (session->n_past() == 0)
       throw py::value_error("Session.compress: the session holds no tokens (prefill some first)");
     if (!py && config.is_full()) return;  // keeps every token
-    const int read = !py ? momentkv_python::queries_read(config)
-                     : py->window == mkv::Protection::kAutoWindow ? mkv::kMaxAutoWindow : py->window;
+    const auto n_past = int32_t(session->n_past());
+    const int read = !py ? momentkv_python::queries_read(config, n_past)
+                         : momentkv_python::window_read(py->window, py->options.budget, n_past,
+                                                        py->options.allocation == mkv::Allocation::Pyramid);
     if (read < 0)
       throw py::value_error("Session.compress: press '" + name + "' scores with every query of the sequence, which a "
                             "session does not keep; create the session with this press to use it");

@@ -156,6 +156,26 @@ def test_a_larger_query_window_takes_a_larger_observation_window(needle_model, p
     assert_same_cache(s, prefilled(needle_model, prompt_ids, press=spec, kv_budget=128))
 
 
+@pytest.mark.parametrize("press", ["snapkv", "momentkv", presses.PyramidKV(), QueryKeyScore()],
+                         ids=["snapkv", "momentkv", "pyramidkv", "python"])
+def test_window_auto_reads_only_the_queries_of_its_budget(needle_model, prompt_ids, press):
+    # window=auto at L=64 reads 1 query (2 for pyramid allocation, whose layers may hold up to 2L):
+    # a session keeping 2 suffices, one keeping 1 suffices unless the allocation is pyramid.
+    pyramid = isinstance(press, presses.PyramidKV)
+    s = prefilled(needle_model, prompt_ids, query_window=2)
+    s.compress(press, kv_budget=BUDGET)
+    assert_same_cache(s, prefilled(needle_model, prompt_ids, press=press, kv_budget=BUDGET))
+    one = prefilled(needle_model, prompt_ids, query_window=1)
+    if pyramid:
+        with pytest.raises(ValueError, match=r"observes the last 2 queries.*query_window=2\)"):
+            one.compress(press, kv_budget=BUDGET)
+    else:
+        one.compress(press, kv_budget=BUDGET)
+    # At L=256 auto reads 4 queries.
+    with pytest.raises(ValueError, match=r"observes the last (4|8) queries"):
+        prefilled(needle_model, prompt_ids, query_window=2).compress(press, kv_budget=256)
+
+
 def test_an_exception_in_a_python_press_resets_the_session(needle_model, prompt_ids):
     class Boom(momentkv.ScorerPress):
         def score(self, keys, values, queries, positions, layer, kv_head):
