@@ -65,7 +65,7 @@ int queries_read(const mkv::PressConfig& config, int32_t n_past) {
   // Without a budget the press is refused later (make_press); until then, the most auto may read.
   const bool pyramid = config.name() == "pyramidkv" || spec_value(spec, "alloc") == "pyramid";
   return config.budget() ? window_read(mkv::Protection::kAutoWindow, *config.budget(), n_past, pyramid)
-                         : mkv::kMaxAutoWindow;
+                         : mkv::window_capacity(mkv::Protection::kAutoWindow);
 }
 
 mkv::PressGeometry press_geometry(const mkv::ModelConfig& c) {

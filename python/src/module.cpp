@@ -211,8 +211,7 @@ class PyScorer : public mkv::Scorer {
 
   void reset(const mkv::PressGeometry& geometry) override {
     Scorer::reset(geometry);
-    const int capacity = window_ == mkv::Protection::kAutoWindow ? mkv::kMaxAutoWindow : window_;  // queries kept
-    observed_.reset(geometry.n_layers, capacity, std::size_t(geometry.n_heads) * geometry.head_dim_k);
+    observed_.reset(geometry.n_layers, mkv::window_capacity(window_), std::size_t(geometry.n_heads) * geometry.head_dim_k);
     py::gil_scoped_acquire gil;
     py::dict g;
     g["n_layers"] = geometry.n_layers;

@@ -49,6 +49,11 @@ int observation_window(int32_t budget) {
   return int(std::clamp<int32_t>(budget / 64, 1, kMaxAutoWindow));
 }
 
+int window_capacity(int window) {
+  MKV_ASSERT(window >= 0 || window == Protection::kAutoWindow);
+  return window == Protection::kAutoWindow ? kMaxAutoWindow : window;
+}
+
 int resolve_window(int window, int32_t budget) {
   MKV_ASSERT(window >= 0 || window == Protection::kAutoWindow);
   return window == Protection::kAutoWindow ? observation_window(budget) : window;

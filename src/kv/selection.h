@@ -39,6 +39,10 @@ inline constexpr int kMaxAutoWindow = 32;
 // question) choose the rows, and recent rows take a small share of the budget.
 int observation_window(int32_t budget);
 
+// The most queries `window` reads at any budget: itself, or kMaxAutoWindow for kAutoWindow (how
+// many a scorer's observation buffer keeps).
+int window_capacity(int window);
+
 // `window` at budget L: itself, or observation_window(L) for kAutoWindow. The scorers observe this
 // many queries; clamp_protection may protect fewer rows.
 int resolve_window(int window, int32_t budget);

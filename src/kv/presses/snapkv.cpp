@@ -15,7 +15,7 @@ int pooling_kernel(int32_t budget) {
 SnapKVScorer::SnapKVScorer(int window, int kernel)
     : window_(window),
       kernel_(kernel),
-      layer_window_(window == Protection::kAutoWindow ? kMaxAutoWindow : window),
+      layer_window_(window_capacity(window)),
       layer_kernel_(kernel == kAutoKernel ? 7 : kernel) {
   MKV_ASSERT((window >= 1 || window == Protection::kAutoWindow) &&
              (kernel == kAutoKernel || (kernel >= 1 && kernel % 2 == 1)));
@@ -28,8 +28,7 @@ void SnapKVScorer::set_layer_budget(int32_t budget) {
 
 void SnapKVScorer::reset(const PressGeometry& geometry) {
   Scorer::reset(geometry);
-  const int capacity = window_ == Protection::kAutoWindow ? kMaxAutoWindow : window_;  // queries kept
-  observed_.reset(geometry.n_layers, capacity, std::size_t(geometry.n_heads) * geometry.head_dim_k);
+  observed_.reset(geometry.n_layers, window_capacity(window_), std::size_t(geometry.n_heads) * geometry.head_dim_k);
 }
 
 void SnapKVScorer::observe(int layer, int n_tokens, const float* q, const int32_t* positions,
