@@ -141,15 +141,12 @@ class Values {
     return it == values_.end() ? unset : it->second;
   }
   void check(const Param& p, std::string_view text) const {
-    if (std::string_view(p.key) == kWindow.key) {
+    const bool kernel = std::string_view(p.key) == kKernel.key;
+    if (kernel || std::string_view(p.key) == kWindow.key) {  // "auto" or digits (range checked below)
       if (text == "auto") return;
       MKV_CHECK(!text.empty() && text.find_first_not_of("0123456789") == std::string_view::npos,
-                "press '{}': window={} is not an integer >= 1 or auto", def_.name, text);
-    }
-    if (std::string_view(p.key) == kKernel.key) {
-      if (text == "auto") return;
-      MKV_CHECK(!text.empty() && text.find_first_not_of("0123456789") == std::string_view::npos,
-                "press '{}': kernel={} is not an odd integer or auto", def_.name, text);
+                "press '{}': {}={} is not {} or auto", def_.name, p.key, text,
+                kernel ? "an odd integer" : "an integer >= 1");
     }
     if (p.kind == Kind::Choice) {
       for (const std::string& c : p.choices) if (c == text) return;
