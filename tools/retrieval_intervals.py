@@ -86,9 +86,13 @@ def main():
         print("| difference | " + " | ".join(f"L={b}" for b in budgets) + " |")
         print("|---|" + "---|" * len(budgets))
     for pair in args.paired:
-        a, sep, b = pair.partition(":")
-        if not sep or a not in presses or b not in presses:
+        # Press specs hold colons themselves (momentkv:alloc=...): split at the colon that leaves
+        # a known press on each side.
+        splits = [(pair[:i], pair[i + 1:]) for i, c in enumerate(pair) if c == ":"]
+        known = [(a, b) for a, b in splits if a in presses and b in presses]
+        if len(known) != 1:
             sys.exit(f"error: --paired {pair}: want A:B with two presses of {', '.join(presses)}")
+        a, b = known[0]
         cells = []
         for budget in budgets:
             x, y = runs.get((a, budget)), runs.get((b, budget))

@@ -152,17 +152,19 @@ class PyramidKV(Press):
 
 
 class AdaKV(Press):
-    """Ada-KV: adaptive per-head budgets around a scorer ("snapkv" or "h2o")."""
+    """Ada-KV: adaptive per-head budgets around a scorer ("snapkv" or "h2o"), inside each layer
+    (alloc="adaptive", the paper's), in PyramidKV's layer budgets ("pyramid_adaptive") or over
+    every head of every layer ("global")."""
 
     name = "adakv"
 
     def __init__(self, *, scorer: str = None, safeguard: float = None, window: int = None, kernel: "int | str" = None,
-                 sinks: int = None, rounds: int = None, budget: int = None, ratio: float = None,
-                 decode_slack: int = None, nc: bool = None, groups: int = None, clip: bool = None,
-                 means_only: bool = None):
+                 sinks: int = None, rounds: int = None, alloc: str = None, beta: float = None, budget: int = None,
+                 ratio: float = None, decode_slack: int = None, nc: bool = None, groups: int = None,
+                 clip: bool = None, means_only: bool = None):
         super().__init__(scorer=scorer, safeguard=safeguard, window=window, kernel=kernel, sinks=sinks,
-                         rounds=rounds, budget=budget, ratio=ratio, decode_slack=decode_slack, nc=nc, groups=groups,
-                         clip=clip, means_only=means_only)
+                         rounds=rounds, alloc=alloc, beta=beta, budget=budget, ratio=ratio,
+                         decode_slack=decode_slack, nc=nc, groups=groups, clip=clip, means_only=means_only)
 
 
 class MomentKV(Press):
@@ -193,7 +195,7 @@ class ScorerPress:
     """A press written in Python: subclass it and implement score() (kvpress's scorer contract,
     for one layer and KV head, without padding). The engine calls score() during compression and
     applies its own selection around the scores: sinks and window protection, the budget
-    allocation (uniform / adaptive / pyramid), rounds and NC.
+    allocation (uniform / adaptive / pyramid / pyramid_adaptive / global), rounds and NC.
 
         class KeyNorm(momentkv.ScorerPress):
             def score(self, keys, values, queries, positions, layer, kv_head):
@@ -216,7 +218,8 @@ class ScorerPress:
     Options (keywords of __init__, or class attributes of a subclass): window (observed queries
     and protected recent rows, >= 1, or "auto": observation_window(self.layer_budget), the
     built-in presses' default), sinks (>= 0), nc (normalisation-corrected attention), alloc
-    ("uniform", "adaptive", "pyramid"), safeguard (adaptive), beta (pyramid), rounds,
+    ("uniform", "adaptive", "pyramid", "pyramid_adaptive", "global": docs/METHODS.md §4), safeguard
+    (adaptive ones), beta (pyramid ones), rounds,
     decode_slack (-1: no decode-time eviction), budget / ratio (or generate's kv_budget /
     compression_ratio). Exceptions raised by score() propagate out of generate() unchanged.
     """

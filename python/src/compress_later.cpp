@@ -63,7 +63,8 @@ int queries_read(const mkv::PressConfig& config, int32_t n_past) {
   if (window.empty()) return 0;
   if (window != "auto") return std::stoi(window);
   // Without a budget the press is refused later (make_press); until then, the most auto may read.
-  const bool pyramid = config.name() == "pyramidkv" || spec_value(spec, "alloc") == "pyramid";
+  const bool pyramid = config.name() == "pyramidkv" || spec_value(spec, "alloc") == "pyramid" ||
+                       spec_value(spec, "alloc") == "pyramid_adaptive";
   return config.budget() ? window_read(mkv::Protection::kAutoWindow, *config.budget(), n_past, pyramid)
                          : mkv::window_capacity(mkv::Protection::kAutoWindow);
 }

@@ -344,7 +344,9 @@ PyPressConfig py_press_config(const py::object& press, std::optional<int64_t> kv
   if (alloc == "uniform") s.allocation = mkv::Allocation::Uniform;
   else if (alloc == "adaptive") s.allocation = mkv::Allocation::Adaptive;
   else if (alloc == "pyramid") s.allocation = mkv::Allocation::Pyramid;
-  else throw bad("alloc=\"" + alloc + "\" is not one of uniform, adaptive, pyramid");
+  else if (alloc == "pyramid_adaptive") s.allocation = mkv::Allocation::PyramidAdaptive;
+  else if (alloc == "global") s.allocation = mkv::Allocation::Global;
+  else throw bad("alloc=\"" + alloc + "\" is not one of uniform, adaptive, pyramid, pyramid_adaptive, global");
   s.safeguard = o["safeguard"].cast<double>();
   if (!(s.safeguard >= 0.0 && s.safeguard <= 1.0)) throw bad("safeguard must be in [0, 1]");
   s.beta = o["beta"].cast<double>();
@@ -868,7 +870,7 @@ struct PySession {
     const auto n_past = int32_t(session->n_past());
     const int read = !py ? momentkv_python::queries_read(config, n_past)
                          : momentkv_python::window_read(py->window, py->options.budget, n_past,
-                                                        py->options.allocation == mkv::Allocation::Pyramid);
+                                                        mkv::has_pyramid_layers(py->options.allocation));
     if (read < 0)
       throw py::value_error("Session.compress: press '" + name + "' scores with every query of the sequence, which a "
                             "session does not keep; create the session with this press to use it");

@@ -71,7 +71,9 @@ def test_auto_window_is_the_budgets_window(needle_model, needle_text):
     (lambda: PySnapKV(window=16, sinks=2), "snapkv:window=16,sinks=2"),
     (lambda: PySnapKV(alloc="adaptive", rounds=3), "adakv:rounds=3"),
     (lambda: PySnapKV(decode_slack=2), "snapkv:decode_slack=2"),
-], ids=["nc", "adaptive", "adaptive-nc", "pyramid", "window16", "rounds3", "decode-slack"])
+    (lambda: PySnapKV(alloc="global"), "adakv:alloc=global"),
+    (lambda: PySnapKV(alloc="pyramid_adaptive"), "adakv:alloc=pyramid_adaptive"),
+], ids=["nc", "adaptive", "adaptive-nc", "pyramid", "window16", "rounds3", "decode-slack", "global", "pyramid-adaptive"])
 def test_python_snapkv_with_nc_and_allocations(needle_model, needle_text, budget, python_press, spec):
     assert tokens(needle_model, needle_text, python_press(), budget) == tokens(needle_model, needle_text, spec, budget)
 

@@ -49,3 +49,12 @@ def test_unknown_press_in_paired_is_an_error(tmp_path):
     r = run_tool(tmp_path, "--tasks", task, "--paired", "a:nope")
     assert r.returncode != 0
     assert "--paired a:nope" in r.stderr and "a" in r.stderr
+
+
+def test_paired_presses_whose_specs_hold_colons(tmp_path):
+    task = "own_niah_single"
+    write_run(tmp_path, "m:alloc=x", 48, task, [(0, "42"), (1, "42")])
+    write_run(tmp_path, "adakv", 48, task, [(0, "42"), (1, "no")])
+    r = run_tool(tmp_path, "--tasks", task, "--paired", "m:alloc=x:adakv")
+    assert r.returncode == 0, r.stderr
+    assert any(line.startswith("| m:alloc=x − adakv | +50.0 [") for line in r.stdout.splitlines())

@@ -116,7 +116,7 @@ std::vector<int32_t> pyramid_budgets(int32_t budget, int window, int32_t n, int 
   return budgets;
 }
 
-std::vector<int32_t> adaptive_budgets(const std::vector<std::vector<float>>& scores,
+std::vector<int32_t> adaptive_budgets(std::span<const std::vector<float>> scores,
                                       const Protection& protection, int32_t candidate_budget,
                                       double safeguard) {
   const int n_heads = int(scores.size());

@@ -70,7 +70,7 @@ std::vector<int32_t> pyramid_budgets(int32_t budget, int window, int32_t n, int 
 // global top H·B candidate scores (protected rows excluded) give c_h per head, and head h gets
 // b_h = c_h(1 − a) + aB candidate slots, rounded by largest remainder so that Σ b_h = H·B, and
 // capped at its candidate count. Returns b_h (protected rows not included).
-std::vector<int32_t> adaptive_budgets(const std::vector<std::vector<float>>& scores,
+std::vector<int32_t> adaptive_budgets(std::span<const std::vector<float>> scores,
                                       const Protection& protection, int32_t candidate_budget,
                                       double safeguard);
 

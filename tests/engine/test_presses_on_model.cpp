@@ -16,8 +16,9 @@ namespace {
 constexpr int kPrompt = 256;
 
 // How a press spreads its budget: every head L, per layer (PyramidKV: rounded linear
-// schedule), or per head within a layer (Ada-KV: the layer holds heads × L).
-enum class Allocation { Uniform, PerLayer, PerHead };
+// schedule), per head within a layer (Ada-KV: the layer holds heads × L), or over the heads of
+// every layer (alloc=global: only the model's total is heads × layers × L).
+enum class Allocation { Uniform, PerLayer, PerHead, AcrossLayers };
 
 struct PressCase {
   std::string spec;
@@ -78,12 +79,21 @@ TEST_P(PressesOnStories, RunsAndHoldsExactlyItsBudget) {
     for (float v : logits) ASSERT_TRUE(std::isfinite(v)) << press->spec();
 
     int64_t total = 0;
-    for (int32_t length : snapshot_lengths_) {
-      total += length;
-      if (GetParam().allocation == Allocation::Uniform) {
-        EXPECT_EQ(length, budget) << press->spec();
+    int layers_off_budget = 0;  // layers whose heads hold other than n_kv_heads × budget rows
+    for (int l = 0; l < c.n_layers; ++l) {
+      int64_t layer_total = 0;
+      for (int h = 0; h < c.n_kv_heads; ++h) {
+        const int32_t length = snapshot_lengths_[l * c.n_kv_heads + h];
+        layer_total += length;
+        if (GetParam().allocation == Allocation::Uniform) EXPECT_EQ(length, budget) << press->spec();
       }
+      total += layer_total;
+      if (GetParam().allocation == Allocation::PerHead)
+        EXPECT_EQ(layer_total, int64_t{budget} * c.n_kv_heads) << press->spec() << " layer " << l;
+      layers_off_budget += layer_total != int64_t{budget} * c.n_kv_heads;
     }
+    // Across layers, the budget moves between layers (stories260K's layers differ enough).
+    if (GetParam().allocation == Allocation::AcrossLayers && budget < 200) EXPECT_GT(layers_off_budget, 0) << press->spec();
     // Every allocation keeps budget × heads rows in total (PyramidKV up to one row per head of rounding).
     const int64_t slack = GetParam().allocation == Allocation::PerLayer ? heads : 0;
     EXPECT_NEAR(total, int64_t{budget} * heads, slack) << press->spec();
@@ -108,11 +118,15 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(PressCase{"streaming_llm", Allocation::Uniform}, PressCase{"h2o", Allocation::Uniform},
                       PressCase{"snapkv", Allocation::Uniform}, PressCase{"pyramidkv", Allocation::PerLayer},
                       PressCase{"adakv", Allocation::PerHead}, PressCase{"adakv:scorer=h2o", Allocation::PerHead},
-                      PressCase{"momentkv:alloc=adaptive,rounds=1,nc=0", Allocation::PerHead}, PressCase{"momentkv", Allocation::PerHead}, PressCase{"momentkv:alloc=uniform", Allocation::Uniform},
-                      PressCase{"momentkv:nc=0", Allocation::PerHead},
+                      PressCase{"momentkv:alloc=adaptive,rounds=1,nc=0", Allocation::PerHead}, PressCase{"momentkv", Allocation::AcrossLayers}, PressCase{"momentkv:alloc=uniform", Allocation::Uniform},
+                      PressCase{"momentkv:nc=0", Allocation::AcrossLayers},
+                      PressCase{"momentkv:rounds=2", Allocation::AcrossLayers},
+                      PressCase{"adakv:alloc=global", Allocation::AcrossLayers},
+                      PressCase{"adakv:alloc=pyramid_adaptive", Allocation::PerLayer},
+                      PressCase{"momentkv:alloc=pyramid_adaptive", Allocation::PerLayer},
                       PressCase{"momentkv:alloc=adaptive", Allocation::PerHead},
                       PressCase{"momentkv:alloc=pyramid", Allocation::PerLayer},
-                      PressCase{"momentkv:variant=grouped", Allocation::PerHead}, PressCase{"snapkv:nc=1", Allocation::Uniform},
+                      PressCase{"momentkv:variant=grouped", Allocation::AcrossLayers}, PressCase{"snapkv:nc=1", Allocation::Uniform},
                       PressCase{"adakv:nc=1", Allocation::PerHead},
                       PressCase{"streaming_llm:nc=1,groups=4", Allocation::Uniform}),
     [](const auto& info) {

@@ -82,20 +82,23 @@ TEST_P(EveryPress, KeepsExactlyTheTopScoresWithSinksAndWindow) {
   auto& press = dynamic_cast<ScorerPress&>(*run.press);
   run.prefill();
   // Expected rows per layer/head from the scores of the uncompressed cache (one round).
+  HeadScores scores;  // (layers × heads, rows)
+  for (int layer = 0; layer < kGeometry.n_layers; ++layer) {
+    HeadScores layer_scores;
+    press.score_layer(run.cache, layer, layer_scores);
+    for (auto& head : layer_scores) scores.push_back(std::move(head));
+  }
+  const std::vector<int32_t> finals = press.final_keeps(run.cache, scores);
   std::vector<std::vector<int32_t>> expected;
   std::vector<Protection> protections;  // (layers × heads) the clamped protection of each head
-  for (int layer = 0; layer < kGeometry.n_layers; ++layer) {
-    HeadScores scores;
-    press.score_layer(run.cache, layer, scores);
-    const auto finals = press.final_keep(run.cache, layer, scores);
-    for (int h = 0; h < kGeometry.n_kv_heads; ++h) {
+  for (int layer = 0, i = 0; layer < kGeometry.n_layers; ++layer)
+    for (int h = 0; h < kGeometry.n_kv_heads; ++h, ++i) {
       // Protection is clamped to the layer's budget (PyramidKV: its layer budget).
       const bool pyramid = press.options().allocation == Allocation::Pyramid;
-      const Protection p = clamp_protection(press.options().protection, pyramid ? finals[h] : c.budget);
-      expected.push_back(reference_positions(scores[h], run.positions(layer, h), finals[h], p));
+      const Protection p = clamp_protection(press.options().protection, pyramid ? finals[i] : c.budget);
+      expected.push_back(reference_positions(scores[i], run.positions(layer, h), finals[i], p));
       protections.push_back(p);
     }
-  }
   run.press->compress(run.cache, CompressReason::AfterPrefill);
   int64_t kept = 0;
   for (int layer = 0, i = 0; layer < kGeometry.n_layers; ++layer)
@@ -116,7 +119,8 @@ TEST_P(EveryPress, KeepsExactlyTheTopScoresWithSinksAndWindow) {
         EXPECT_EQ(run.cache.head(layer, h).moments->count(), kPrompt - int64_t(got.size()));
       }
     }
-  if (press.options().allocation == Allocation::Adaptive && c.budget < kPrompt) {
+  const Allocation alloc = press.options().allocation;
+  if ((alloc == Allocation::Adaptive || alloc == Allocation::Global) && c.budget < kPrompt) {
     EXPECT_EQ(kept, int64_t(c.budget) * kGeometry.n_layers * kGeometry.n_kv_heads);
   }
   EXPECT_EQ(run.cache.token_bytes(), std::size_t(kept) * run.cache.row_bytes());  // memory really shrinks
@@ -127,7 +131,7 @@ std::vector<PressCase> press_cases() {
       "streaming_llm", "h2o", "snapkv", "pyramidkv", "momentkv:rounds=1", "momentkv:rounds=1,alloc=adaptive",
       "adakv:scorer=snapkv", "adakv:scorer=h2o", "momentkv:alloc=adaptive,rounds=1,nc=0", "snapkv:nc=1", "adakv:nc=1",
       "momentkv:rounds=1,nc=0", "h2o:window=8,sinks=0", "snapkv:kernel=1,window=16", "momentkv:rounds=1,kernel=9",
-      "pyramidkv:kernel=3"};
+      "pyramidkv:kernel=3", "adakv:alloc=global"};
   std::vector<PressCase> cases;
   for (const std::string& s : specs)
     for (int32_t budget : {16, 48, 100, 120, 500}) cases.push_back({s, budget});
@@ -215,20 +219,20 @@ TEST(Presses, MomentKvRoundsReachTheBudgetAndFoldEveryEvictedToken) {
             std::size_t(kGeometry.n_layers * kGeometry.n_kv_heads) * (8 * 8 + 8 + 8 + 1) * sizeof(float));
 }
 
-TEST(Presses, DefaultMomentKvKeepsTwoGroupsOfMeansAndAdaptsHeadBudgets) {
+TEST(Presses, DefaultMomentKvKeepsTwoGroupsOfMeansAndSharesTheBudgetOverAllLayers) {
   PressRun run("momentkv:budget=40");
   run.prefill();
   run.press->compress(run.cache, CompressReason::AfterPrefill);
-  bool ragged = false;
+  int32_t rows = 0;
+  bool layers_differ = false;
   for (int layer = 0; layer < kGeometry.n_layers; ++layer) {
     int32_t layer_rows = 0;
-    for (int h = 0; h < kGeometry.n_kv_heads; ++h) {
-      layer_rows += run.cache.length(layer, h);
-      ragged |= run.cache.length(layer, h) != 40;
-    }
-    EXPECT_EQ(layer_rows, 40 * kGeometry.n_kv_heads);  // adaptive: the layer holds heads × L
+    for (int h = 0; h < kGeometry.n_kv_heads; ++h) layer_rows += run.cache.length(layer, h);
+    layers_differ |= layer_rows != 40 * kGeometry.n_kv_heads;
+    rows += layer_rows;
   }
-  EXPECT_TRUE(ragged) << "alloc=adaptive should give the heads different budgets here";
+  EXPECT_EQ(rows, 40 * kGeometry.n_kv_heads * kGeometry.n_layers);  // global: the model holds layers × heads × L
+  EXPECT_TRUE(layers_differ) << "alloc=global should give the layers different budgets here";
   // 2 groups × (key mean 8 + value mean 8 + count 1) numbers per head.
   EXPECT_EQ(run.cache.moment_bytes(), std::size_t(kGeometry.n_layers * kGeometry.n_kv_heads) * 2 * (8 + 8 + 1) * sizeof(float));
 }

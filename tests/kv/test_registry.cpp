@@ -62,7 +62,7 @@ TEST(Registry, CanonicalSpecSpellsOutEveryParameterAndTheBudget) {
   EXPECT_EQ(PressConfig::parse("snapkv:kernel=5,budget=64").spec(), snapkv);
   EXPECT_EQ(PressConfig::parse("snapkv:kernel=5", Budget{64, 0.0}).make()->spec(), snapkv);
   EXPECT_EQ(PressConfig::parse("momentkv:budget=32,variant=grouped,groups=4").make()->spec(),
-            "momentkv:window=auto,kernel=auto,sinks=4,rounds=1,alloc=adaptive,safeguard=0.2,beta=20,"
+            "momentkv:window=auto,kernel=auto,sinks=4,rounds=1,alloc=global,safeguard=0.2,beta=20,"
             "variant=grouped,budget=32,decode_slack=-1,nc=1,groups=4,clip=1,means_only=0");
   EXPECT_EQ(PressConfig::parse("snapkv", Budget{0, 0.25}).spec(),
             "snapkv:window=auto,kernel=auto,sinks=4,ratio=0.25,decode_slack=-1,nc=0,groups=1,clip=0,means_only=0");

@@ -5,9 +5,12 @@
 // the global top H·B scores give c_h per head; head h keeps b_h = round(c_h(1 − a) + aB) plus
 // its protected rows (adaptive_budgets in selection.h). Heads become ragged.
 //
-// Spec: adakv:scorer=snapkv,safeguard=0.2,window=auto,kernel=auto,sinks=4,nc=0 (+ budget, ...);
-// scorer ∈ {snapkv, h2o} takes that scorer's parameters; MomentKV with this allocation is the
-// press momentkv:alloc=adaptive (one name per method).
+// With pyramid_layers (alloc=pyramid_adaptive, the paper's Ada-Pyramid) the layer budgets are
+// PyramidKV's instead of L each.
+//
+// Spec: adakv:scorer=snapkv,safeguard=0.2,window=auto,kernel=auto,sinks=4,alloc=adaptive,beta=20,nc=0
+// (+ budget, ...); scorer ∈ {snapkv, h2o} takes that scorer's parameters; MomentKV with this
+// allocation is the press momentkv:alloc=adaptive (one name per method).
 #pragma once
 
 #include <memory>
@@ -16,8 +19,10 @@
 
 namespace mkv {
 
+// options.allocation: Adaptive (Uniform reads as Adaptive), PyramidAdaptive or Global.
 inline std::unique_ptr<Press> make_adakv(std::unique_ptr<Scorer> scorer, ScorerPressOptions options) {
-  options.allocation = Allocation::Adaptive;
+  if (options.allocation == Allocation::Uniform || options.allocation == Allocation::Pyramid)
+    options.allocation = Allocation::Adaptive;
   return std::make_unique<ScorerPress>(std::move(scorer), options);
 }
 

@@ -19,14 +19,21 @@ class PyramidAllocation : public BudgetAllocation {
   double beta_;
 };
 
-// Heads are ragged by design: the layer as a whole is over its budget or not.
+// Heads are ragged by design: the layer as a whole is over its budget or not. The layer budgets
+// are uniform (Ada-KV), or PyramidKV's when pyramid_layers.
 class AdaptiveAllocation : public BudgetAllocation {
  public:
-  explicit AdaptiveAllocation(double safeguard) : safeguard_(safeguard) {}
+  AdaptiveAllocation(double safeguard, bool pyramid_layers, double beta, bool across_layers = false)
+      : safeguard_(safeguard), pyramid_layers_(pyramid_layers), across_layers_(across_layers), pyramid_(beta) {}
+  bool across_layers() const override { return across_layers_; }
+  int32_t layer_budget(int32_t budget, const Protection& protection, int32_t seen, int n_layers,
+                       int layer) const override {
+    return pyramid_layers_ ? pyramid_.layer_budget(budget, protection, seen, n_layers, layer) : budget;
+  }
   bool over(std::span<const int32_t> lengths, int32_t limit) const override {
     return std::accumulate(lengths.begin(), lengths.end(), int64_t{0}) > int64_t(lengths.size()) * limit;
   }
-  std::vector<int32_t> head_keeps(const HeadScores& scores, int32_t layer_budget,
+  std::vector<int32_t> head_keeps(HeadScoresView scores, int32_t layer_budget,
                                   const Protection& protection) const override {
     const int32_t candidate_budget = layer_budget - protection.sinks - protection.window;
     std::vector<int32_t> keep = adaptive_budgets(scores, protection, candidate_budget, safeguard_);
@@ -36,6 +43,9 @@ class AdaptiveAllocation : public BudgetAllocation {
 
  private:
   double safeguard_;
+  bool pyramid_layers_;
+  bool across_layers_;
+  PyramidAllocation pyramid_;
 };
 
 }  // namespace
@@ -47,7 +57,9 @@ bool BudgetAllocation::over(std::span<const int32_t> lengths, int32_t limit) con
 std::unique_ptr<BudgetAllocation> make_allocation(Allocation kind, double beta, double safeguard) {
   switch (kind) {
     case Allocation::Pyramid: return std::make_unique<PyramidAllocation>(beta);
-    case Allocation::Adaptive: return std::make_unique<AdaptiveAllocation>(safeguard);
+    case Allocation::Adaptive: return std::make_unique<AdaptiveAllocation>(safeguard, false, beta);
+    case Allocation::PyramidAdaptive: return std::make_unique<AdaptiveAllocation>(safeguard, true, beta);
+    case Allocation::Global: return std::make_unique<AdaptiveAllocation>(safeguard, false, beta, true);
     case Allocation::Uniform: break;
   }
   return std::make_unique<BudgetAllocation>();

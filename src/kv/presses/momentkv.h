@@ -8,8 +8,10 @@
 // NC (normalisation-corrected attention) on by default.
 //
 // Spec and defaults:
-//   momentkv:window=auto,kernel=auto,sinks=4,rounds=1,alloc=adaptive,nc=1,variant=means
-//   alloc      adaptive (Ada-KV's rule on α·‖r‖, safeguard=0.2; the default) | uniform | pyramid
+//   momentkv:window=auto,kernel=auto,sinks=4,rounds=1,alloc=global,nc=1,variant=means
+//   alloc      global (Ada-KV's rule on α·‖r‖ over every head of every layer, safeguard=0.2; the
+//              default, chosen on the dev split) | adaptive (the same inside each layer) | uniform |
+//              pyramid | pyramid_adaptive (allocation.h)
 //   nc=0       MI selection without NC (moments still tracked: the scores need them)
 //   variant    means:   groups=2, means_only=1 unless given (the default, chosen on the dev split:
 //                       docs/results/defaults_dev.md; 2·(d_k + d_v + 1) numbers/head)

@@ -48,9 +48,21 @@ bool ScorerPress::layer_over(const KvCache& cache, int layer, int32_t slack) con
   return allocation_->over(lengths, layer_budget(cache, layer) + slack);
 }
 
-std::vector<int32_t> ScorerPress::final_keep(const KvCache& cache, int layer, const HeadScores& scores) const {
+std::vector<int32_t> ScorerPress::layer_final_keeps(const KvCache& cache, int layer, HeadScoresView scores) const {
   const int32_t budget = layer_budget(cache, layer);
   return allocation_->head_keeps(scores, budget, clamp_protection(options_.protection, budget));
+}
+
+std::vector<int32_t> ScorerPress::final_keeps(const KvCache& cache, HeadScoresView model_scores) const {
+  const int n_heads = geometry_.n_kv_heads;
+  MKV_ASSERT(model_scores.size() == std::size_t(geometry_.n_layers) * n_heads);
+  if (allocation_->across_layers()) return layer_final_keeps(cache, 0, model_scores);  // layer budgets are equal
+  std::vector<int32_t> finals;
+  for (int layer = 0; layer < geometry_.n_layers; ++layer) {
+    const std::vector<int32_t> layer_finals = layer_final_keeps(cache, layer, model_scores.subspan(std::size_t(layer) * n_heads, n_heads));
+    finals.insert(finals.end(), layer_finals.begin(), layer_finals.end());
+  }
+  return finals;
 }
 
 void ScorerPress::compress(KvCache& cache, CompressReason reason) {
@@ -58,8 +70,39 @@ void ScorerPress::compress(KvCache& cache, CompressReason reason) {
   const bool decoding = reason == CompressReason::AfterDecodeStep;
   if (decoding && options_.decode_slack < 0) return;
   const int32_t slack = decoding ? options_.decode_slack : 0;
+  if (allocation_->across_layers()) {
+    if (model_over(cache, slack)) compress_model(cache);
+    return;
+  }
   for (int layer = 0; layer < geometry_.n_layers; ++layer)
     if (layer_over(cache, layer, slack)) compress_layer(cache, layer);
+}
+
+bool ScorerPress::model_over(const KvCache& cache, int32_t slack) const {
+  int64_t total = 0;
+  for (int layer = 0; layer < geometry_.n_layers; ++layer)
+    for (int h = 0; h < geometry_.n_kv_heads; ++h) total += cache.length(layer, h);
+  return total > int64_t(geometry_.n_layers) * geometry_.n_kv_heads * (layer_budget(cache, 0) + slack);
+}
+
+void ScorerPress::compress_model(KvCache& cache) {
+  const int n_layers = geometry_.n_layers, n_heads = geometry_.n_kv_heads;
+  const Protection protection = clamp_protection(options_.protection, layer_budget(cache, 0));
+  HeadScores all(std::size_t(n_layers) * n_heads);  // (n_layers · n_kv_heads, head length)
+  for (int round = 0; round < options_.rounds; ++round) {
+    for (int layer = 0; layer < n_layers; ++layer) {
+      score_layer(cache, layer, scores_);
+      for (int h = 0; h < n_heads; ++h) all[std::size_t(layer) * n_heads + h] = std::move(scores_[h]);
+    }
+    const std::vector<int32_t> finals = final_keeps(cache, all);
+    bool evicted = false;
+    for (int layer = 0; layer < n_layers; ++layer) {
+      const std::size_t first = std::size_t(layer) * n_heads;
+      evicted |= evict_round(cache, layer, HeadScoresView(all).subspan(first, n_heads),
+                             std::span(finals).subspan(first, n_heads), protection, options_.rounds - round);
+    }
+    if (!evicted) break;
+  }
 }
 
 void ScorerPress::score_layer(const KvCache& cache, int layer, HeadScores& scores) {
@@ -71,30 +114,37 @@ void ScorerPress::compress_layer(KvCache& cache, int layer) {
   const Protection protection = clamp_protection(options_.protection, layer_budget(cache, layer));
   for (int round = 0; round < options_.rounds; ++round) {
     score_layer(cache, layer, scores_);
-    const std::vector<int32_t> finals = final_keep(cache, layer, scores_);
-    std::vector<std::vector<int32_t>> keeps(geometry_.n_kv_heads);  // rows each evicting head keeps
-    std::vector<uint8_t> evicts(geometry_.n_kv_heads, 0);             // whether head h evicts this round
-    bool evicted = false;
-    for (int h = 0; h < geometry_.n_kv_heads; ++h) {
-      const int32_t length = cache.length(layer, h);
-      MKV_ASSERT(int32_t(scores_[h].size()) == length);
-      const int32_t n_keep = round_keep(length, finals[h], options_.rounds - round);
-      if (n_keep >= length) continue;
-      keeps[h] = select_keep(scores_[h], n_keep, protection);
-      evicts[h] = 1;
-      evicted = true;
-    }
-    // Heads evict independently (each touches only its own rows, moments and scorer state):
-    // folding the evicted rows into the moments is most of a round's work. No exception may
-    // leave the parallel region: the keep lists are built and checked above.
-#pragma omp parallel for schedule(dynamic)
-    for (int h = 0; h < geometry_.n_kv_heads; ++h) {
-      if (!evicts[h]) continue;
-      cache.retain(layer, h, keeps[h]);
-      scorer_->on_retain(layer, h, keeps[h]);
-    }
-    if (!evicted) break;
+    if (!evict_round(cache, layer, scores_, layer_final_keeps(cache, layer, scores_), protection,
+                     options_.rounds - round))
+      break;
   }
+}
+
+bool ScorerPress::evict_round(KvCache& cache, int layer, HeadScoresView scores, std::span<const int32_t> finals,
+                              const Protection& protection, int rounds_left) {
+  const int n_heads = geometry_.n_kv_heads;
+  std::vector<std::vector<int32_t>> keeps(n_heads);  // rows each evicting head keeps
+  std::vector<uint8_t> evicts(n_heads, 0);           // whether head h evicts this round
+  bool evicted = false;
+  for (int h = 0; h < n_heads; ++h) {
+    const int32_t length = cache.length(layer, h);
+    MKV_ASSERT(int32_t(scores[h].size()) == length);
+    const int32_t n_keep = round_keep(length, finals[h], rounds_left);
+    if (n_keep >= length) continue;
+    keeps[h] = select_keep(scores[h], n_keep, protection);
+    evicts[h] = 1;
+    evicted = true;
+  }
+  // Heads evict independently (each touches only its own rows, moments and scorer state):
+  // folding the evicted rows into the moments is most of a round's work. No exception may
+  // leave the parallel region: the keep lists are built and checked above.
+#pragma omp parallel for schedule(dynamic)
+  for (int h = 0; h < n_heads; ++h) {
+    if (!evicts[h]) continue;
+    cache.retain(layer, h, keeps[h]);
+    scorer_->on_retain(layer, h, keeps[h]);
+  }
+  return evicted;
 }
 
 }  // namespace mkv

@@ -68,13 +68,22 @@ class ScorerPress : public Press {
   // layer's budget first).
   void score_layer(const KvCache& cache, int layer, HeadScores& scores);
 
-  // Final rows each head of `layer` may keep (window included) given its current scores.
-  std::vector<int32_t> final_keep(const KvCache& cache, int layer, const HeadScores& scores) const;
+  // Final rows each head may keep (window included) given every layer's current scores, both
+  // (n_layers · n_kv_heads) with head h of layer l at l·n_kv_heads + h.
+  std::vector<int32_t> final_keeps(const KvCache& cache, HeadScoresView model_scores) const;
 
  private:
   int32_t layer_budget(const KvCache& cache, int layer) const;  // L, or PyramidKV's L_l
   bool layer_over(const KvCache& cache, int layer, int32_t slack) const;
+  std::vector<int32_t> layer_final_keeps(const KvCache& cache, int layer, HeadScoresView scores) const;
   void compress_layer(KvCache& cache, int layer);
+  // Allocation across layers: every head of every layer in one ranking.
+  bool model_over(const KvCache& cache, int32_t slack) const;
+  void compress_model(KvCache& cache);
+  // Evicts one round of each head (scores (n_heads, length) of the layer, finals its final keeps);
+  // returns whether any head evicted.
+  bool evict_round(KvCache& cache, int layer, HeadScoresView scores, std::span<const int32_t> finals,
+                   const Protection& protection, int rounds_left);
 
   std::unique_ptr<Scorer> scorer_;
   ScorerPressOptions options_;
