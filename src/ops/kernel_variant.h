@@ -5,13 +5,14 @@
 #pragma once
 
 #include "ops/matmul_float_kernels.h"
+#include "ops/matmul_int8_gemm_kernels.h"
 #include "ops/matmul_int8_kernels.h"
 
 namespace mkv::kernels::inline MKV_SIMD_NS {
 namespace {
 
 constexpr CpuVariant kVariant = MKV_SIMD == 3 ? CpuVariant::Avx512 : MKV_SIMD == 2 ? CpuVariant::Avx2 : CpuVariant::Scalar;
-constexpr KernelTable kTable{kVariant, &matmul_float, &matmul_int8};
+constexpr KernelTable kTable{kVariant, &matmul_float, &matmul_int8, &int8_gemm_rows};
 
 }  // namespace
 }  // namespace mkv::kernels::inline MKV_SIMD_NS

@@ -30,9 +30,11 @@ float* sums_scratch(int64_t n_tokens, int64_t cols) {
   return sums.data();
 }
 
-// Decode-sized batches in Fast precision take 8-bit activations and integer dot products.
+// In Fast precision, decode-sized batches take 8-bit activations and integer dot products, and
+// prefill-sized ones of the types with an integer GEMM take that.
 bool takes_int8_path(const WeightMatrix& w, int64_t n_tokens) {
-  return n_tokens <= kInt8MaxTokens && matmul_precision() == MatmulPrecision::Fast && matmul_int8_supported(w.type);
+  if (matmul_precision() != MatmulPrecision::Fast || !matmul_int8_supported(w.type)) return false;
+  return n_tokens <= kInt8MaxTokens || matmul_int8_gemm_supported(w.type);
 }
 
 }  // namespace

@@ -32,6 +32,8 @@ bool matmul_int8_supported(GgmlType type) {
          type == GgmlType::Q5_1 || type == GgmlType::Q4_K || type == GgmlType::Q5_K || type == GgmlType::Q6_K;
 }
 
+bool matmul_int8_gemm_supported(GgmlType type) { return type == GgmlType::Q8_0 || type == GgmlType::Q4_K; }
+
 void quantize_activations_q8(const float* x, int64_t n, ActBlockQ8* out) {
   MKV_CHECK(n % 32 == 0, "quantize_activations_q8: {} values is not a multiple of 32", n);
   for (int64_t b = 0; b < n / 32; ++b) {
@@ -55,11 +57,50 @@ void matmul_int8(const WeightMatrix& w, const float* x, int64_t n_tokens, float*
   MKV_CHECK(matmul_int8_supported(w.type) && w.cols % ggml_type_info(w.type).block_size == 0 && w.data != nullptr,
             "matmul_int8: unsupported {} matrix ({} x {})", ggml_type_info(w.type).name, w.rows, w.cols);
   if (w.rows == 0 || n_tokens <= 0) return;
-  const int64_t nb = w.cols / 32;
-  thread_local std::vector<ActBlockQ8> xq;
-  if (xq.size() < static_cast<std::size_t>(n_tokens * nb)) xq.resize(n_tokens * nb);
-  for (int64_t t = 0; t < n_tokens; ++t) quantize_activations_q8(x + t * w.cols, w.cols, xq.data() + t * nb);
-  kernel_table().matmul_int8(w, xq.data(), n_tokens, y);
+  const int64_t nb = w.cols / 32, cols = w.cols;
+  const bool prefill = n_tokens > kInt8MaxTokens;
+  // The operands of Int8Activations, owned by the calling thread and reused across products.
+  thread_local std::vector<ActBlockQ8> blocks;
+  thread_local std::vector<float> d, s;
+  thread_local std::vector<int8_t> codes;
+  thread_local std::vector<uint8_t> biased_codes;
+  blocks.resize(n_tokens * nb);
+  d.resize(n_tokens * nb);
+  s.resize(n_tokens * nb);
+  codes.resize(prefill ? n_tokens * cols : 0);
+  biased_codes.resize(prefill ? n_tokens * cols : 0);
+  // Raw pointers: the thread team below must write the calling thread's buffers (thread_local).
+  ActBlockQ8* const bp = blocks.data();
+  float* const dp = d.data();
+  float* const sp = s.data();
+  int8_t* const cp = prefill ? codes.data() : nullptr;
+  uint8_t* const bcp = prefill ? biased_codes.data() : nullptr;
+#pragma omp parallel for schedule(static) if (prefill)
+  for (int64_t t = 0; t < n_tokens; ++t) {
+    quantize_activations_q8(x + t * cols, cols, bp + t * nb);
+    for (int64_t i = t * nb; i < (t + 1) * nb; ++i) {
+      dp[i] = bp[i].d;
+      sp[i] = bp[i].s;
+      if (!prefill) continue;
+      for (int l = 0; l < 32; ++l) {
+        cp[32 * i + l] = bp[i].q[l];
+        bcp[32 * i + l] = static_cast<uint8_t>(bp[i].q[l] + 128);
+      }
+    }
+  }
+  const Int8Activations acts{bp, dp, sp, cp, bcp};
+  const KernelTable& kernels = kernel_table();
+  if (!prefill) return kernels.matmul_int8(w, acts, n_tokens, y);
+  // Prefill: panels of kGemmRows rows shared among the team, each thread packing into its own scratch.
+  const int64_t n_panels = (w.rows + kGemmRows - 1) / kGemmRows;
+#pragma omp parallel
+  {
+    thread_local std::vector<GemmBlock> panel;
+    panel.resize(nb);
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t i = 0; i < n_panels; ++i)
+      kernels.int8_gemm_rows(w, acts, n_tokens, i * kGemmRows, std::min(w.rows, (i + 1) * kGemmRows), panel.data(), y);
+  }
 }
 
 }  // namespace mkv

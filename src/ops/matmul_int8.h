@@ -5,8 +5,10 @@
 // signed x signed). This changes the numerics (activations carry ~0.4% relative rounding per
 // block), so it is a mode: matmul() uses it only in MatmulPrecision::Fast, for the weight types
 // it supports and batches of at most kInt8MaxTokens tokens (decode steps of up to that many
-// sequences, and prompt chunks that short); longer prompt chunks keep the float GEMM. Each
-// token's products are computed on their own, so a token's outputs do not depend on the batch.
+// sequences, and prompt chunks that short), whose every token's products are computed on their
+// own, so a token's outputs do not depend on the batch. Longer batches (prefill) of Q8_0 and Q4_K
+// weights take an integer GEMM (matmul_int8_gemm_kernels.h), as llama.cpp's prefill does; those
+// of the other types keep the float GEMM.
 #pragma once
 
 #include <cstdint>
@@ -31,8 +33,12 @@ inline constexpr int64_t kInt8MaxTokens = 32;  // the server's most slots (serve
 // Q6_K).
 bool matmul_int8_supported(GgmlType type);
 
+// Whether prefill-sized batches (more than kInt8MaxTokens tokens) of `type` take the integer GEMM
+// in Fast precision (Q8_0, Q4_K).
+bool matmul_int8_gemm_supported(GgmlType type);
+
 // y = W x for n_tokens tokens with quantised activations (same layout as matmul()). Requires a
-// supported type; any n_tokens works (the caller limits it to decode-sized batches).
+// supported type; batches of more than kInt8MaxTokens tokens take the GEMM where the type has one.
 void matmul_int8(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y);
 
 // The activation blocks, exposed for tests: 32 values, scale d, codes q (value ≈ d*q), and

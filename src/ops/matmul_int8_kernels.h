@@ -141,59 +141,77 @@ void row_dots(const uint8_t* w, std::size_t block_bytes, const ActBlockQ8* x, in
 
 #endif
 
-// One row against T tokens' activation blocks (nb per token, token t's at x + t * nb); y[t * y_stride].
+template <Kind K>
+constexpr bool kSuperBlocks = K == Kind::Q4_K || K == Kind::Q5_K || K == Kind::Q6_K;
+
+// One row against T tokens' activation blocks (nb per token, token t's at x + t * nb, its scales
+// at act_d / act_s + t * nb); y[t * y_stride].
 template <Kind K, int T>
-void any_row_dots(const uint8_t* w, std::size_t block_bytes, const ActBlockQ8* x, int64_t nb, float* y, int64_t y_stride) {
-  if constexpr (K == Kind::Q4_K || K == Kind::Q5_K || K == Kind::Q6_K) {
+void any_row_dots(const uint8_t* w, std::size_t block_bytes, const ActBlockQ8* x, const float* act_d,
+                  const float* act_s, int64_t nb, float* y, int64_t y_stride) {
+  if constexpr (kSuperBlocks<K>) {
     for (int t = 0; t < T; ++t) {
       const ActBlockQ8* xt = x + t * nb;
+      const ActScales act{act_d + t * nb, act_s + t * nb};
       float& out = y[t * y_stride];
-      if constexpr (K == Kind::Q4_K) out = q4_k_row_dot(w, xt, nb / 8);
-      else if constexpr (K == Kind::Q5_K) out = q5_k_row_dot(w, xt, nb / 8);
-      else out = q6_k_row_dot(w, xt, nb / 8);
+      if constexpr (K == Kind::Q4_K) out = q4_k_row_dot(w, act, xt, nb / 8);
+      else if constexpr (K == Kind::Q5_K) out = q5_k_row_dot(w, act, xt, nb / 8);
+      else out = q6_k_row_dot(w, act, xt, nb / 8);
     }
   } else {
     row_dots<K, T>(w, block_bytes, x, nb, nb, y, y_stride);
   }
 }
 
+// Rows [row_begin, row_end) of y = W x, each row and token on its own.
 template <Kind K>
-void run(const WeightMatrix& w, const ActBlockQ8* xq, int64_t n_tokens, float* y) {
+void run_rows(const WeightMatrix& w, const Int8Activations& x, int64_t n_tokens, int64_t row_begin, int64_t row_end,
+              float* y) {
   const int64_t nb = w.cols / 32;
   const std::size_t row_bytes = ggml_row_bytes(w.type, w.cols);
   const std::size_t block_bytes = ggml_type_info(w.type).block_bytes;
   const auto* base = static_cast<const uint8_t*>(w.data);
+  for (int64_t r = row_begin; r < row_end; ++r)
+    for (int64_t t = 0; t < n_tokens;) {
+      const uint8_t* row = base + r * row_bytes;
+      const int64_t i = t * nb;  // token t's first block
+      if (n_tokens - t >= kInt8TileTokens) {
+        any_row_dots<K, kInt8TileTokens>(row, block_bytes, x.blocks + i, x.d + i, x.s + i, nb, y + t * w.rows + r, w.rows);
+        t += kInt8TileTokens;
+      } else {
+        any_row_dots<K, 1>(row, block_bytes, x.blocks + i, x.d + i, x.s + i, nb, y + t * w.rows + r, w.rows);
+        t += 1;
+      }
+    }
+}
+
+template <Kind K>
+void run(const WeightMatrix& w, const Int8Activations& x, int64_t n_tokens, float* y) {
   const int64_t n_items = (w.rows + kInt8ItemRows - 1) / kInt8ItemRows;
   const bool parallel = n_items > 1 && w.rows * w.cols * n_tokens >= kInt8MinParallelMacs;
 #pragma omp parallel for schedule(dynamic, 1) if (parallel)
-  for (int64_t i = 0; i < n_items; ++i) {
-    const int64_t r1 = std::min(w.rows, (i + 1) * kInt8ItemRows);
-    for (int64_t r = i * kInt8ItemRows; r < r1; ++r)
-      for (int64_t t = 0; t < n_tokens;) {
-        const uint8_t* row = base + r * row_bytes;
-        if (n_tokens - t >= kInt8TileTokens) {
-          any_row_dots<K, kInt8TileTokens>(row, block_bytes, xq + t * nb, nb, y + t * w.rows + r, w.rows);
-          t += kInt8TileTokens;
-        } else {
-          any_row_dots<K, 1>(row, block_bytes, xq + t * nb, nb, y + t * w.rows + r, w.rows);
-          t += 1;
-        }
-      }
+  for (int64_t i = 0; i < n_items; ++i)
+    run_rows<K>(w, x, n_tokens, i * kInt8ItemRows, std::min(w.rows, (i + 1) * kInt8ItemRows), y);
+}
+
+// Calls f.template operator()<K>() with the Kind of w.type (a type matmul_int8_supported accepts).
+template <typename F>
+void visit_kind(GgmlType type, F&& f) {
+  switch (type) {
+    case GgmlType::Q8_0: return f.template operator()<Kind::Q8_0>();
+    case GgmlType::Q4_0: return f.template operator()<Kind::Q4_0>();
+    case GgmlType::Q4_1: return f.template operator()<Kind::Q4_1>();
+    case GgmlType::Q5_0: return f.template operator()<Kind::Q5_0>();
+    case GgmlType::Q5_1: return f.template operator()<Kind::Q5_1>();
+    case GgmlType::Q4_K: return f.template operator()<Kind::Q4_K>();
+    case GgmlType::Q5_K: return f.template operator()<Kind::Q5_K>();
+    case GgmlType::Q6_K: return f.template operator()<Kind::Q6_K>();
+    default: decoders::throw_unsupported_type(type);  // the caller checks the type
   }
 }
 
-void matmul_int8(const WeightMatrix& w, const ActBlockQ8* xq, int64_t n_tokens, float* y) {
-  switch (w.type) {
-    case GgmlType::Q8_0: return run<Kind::Q8_0>(w, xq, n_tokens, y);
-    case GgmlType::Q4_0: return run<Kind::Q4_0>(w, xq, n_tokens, y);
-    case GgmlType::Q4_1: return run<Kind::Q4_1>(w, xq, n_tokens, y);
-    case GgmlType::Q5_0: return run<Kind::Q5_0>(w, xq, n_tokens, y);
-    case GgmlType::Q5_1: return run<Kind::Q5_1>(w, xq, n_tokens, y);
-    case GgmlType::Q4_K: return run<Kind::Q4_K>(w, xq, n_tokens, y);
-    case GgmlType::Q5_K: return run<Kind::Q5_K>(w, xq, n_tokens, y);
-    case GgmlType::Q6_K: return run<Kind::Q6_K>(w, xq, n_tokens, y);
-    default: decoders::throw_unsupported_type(w.type);  // the caller checks the type
-  }
+void matmul_int8(const WeightMatrix& w, const Int8Activations& x, int64_t n_tokens, float* y) {
+  visit_kind(w.type, [&]<Kind K>() { run<K>(w, x, n_tokens, y); });
 }
 
 }  // namespace

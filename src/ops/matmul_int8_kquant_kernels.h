@@ -23,6 +23,13 @@ namespace {
 using decoders::k_scales_mins;
 using int8_dots::fp16_at;
 
+// The d and s fields of one token's activation blocks as consecutive floats (d[b] = x[b].d), which
+// the K-quant kernels read 8 at a time; the portable kernels read the blocks instead.
+struct ActScales {
+  const float* d;
+  const float* s;
+};
+
 constexpr std::size_t kQ4KBytes = decoders::Q4_K::kBlockBytes, kQ5KBytes = decoders::Q5_K::kBlockBytes,
                       kQ6KBytes = decoders::Q6_K::kBlockBytes;
 
@@ -38,16 +45,12 @@ using int8_dots::dot_u8;
 using int8_dots::hsum;
 using int8_dots::load32;
 
-// Field f (d or s) of 8 consecutive activation blocks.
-inline __m256 act_fields(const ActBlockQ8* x, float ActBlockQ8::*f) {
-  return _mm256_setr_ps(x[0].*f, x[1].*f, x[2].*f, x[3].*f, x[4].*f, x[5].*f, x[6].*f, x[7].*f);
-}
-
 // Q4_K and Q5_K: sub-block j pairs with activation block j; its codes are nibble (j & 1) of the
 // 32 bytes qs[32(j/2) ..] (| the fifth bit for Q5_K). The 8 factors d·scale_j·d_x and the mins
-// term Σ dmin·min_j·s_x are vectors over j, once per super-block.
+// term Σ dmin·min_j·s_x are vectors over j, once per super-block, from the activation blocks'
+// d and s gathered into consecutive floats (act.d, act.s: one load each per super-block).
 template <bool kHighBits>
-float k45_row_dot(const uint8_t* w, const ActBlockQ8* x, int64_t n_super) {
+float k45_row_dot(const uint8_t* w, const ActScales& act, const ActBlockQ8* x, int64_t n_super) {
   constexpr std::size_t kBytes = kHighBits ? kQ5KBytes : kQ4KBytes;
   const __m256i low_mask = _mm256_set1_epi8(0x0f);
   __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
@@ -59,8 +62,8 @@ float k45_row_dot(const uint8_t* w, const ActBlockQ8* x, int64_t n_super) {
     const __m256 scales = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(scales_mins));
     const __m256 mins = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(scales_mins, 8)));
     alignas(32) float factor[8];  // d·scale_j·d_x of sub-block j
-    _mm256_store_ps(factor, _mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(fp16_at(w)), scales), act_fields(x, &ActBlockQ8::d)));
-    min_acc = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_set1_ps(fp16_at(w + 2)), mins), act_fields(x, &ActBlockQ8::s), min_acc);
+    _mm256_store_ps(factor, _mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(fp16_at(w)), scales), _mm256_loadu_ps(act.d + 8 * s)));
+    min_acc = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_set1_ps(fp16_at(w + 2)), mins), _mm256_loadu_ps(act.s + 8 * s), min_acc);
     const uint8_t* qs = w + (kHighBits ? 48 : 16);
     [[maybe_unused]] const __m256i qh = kHighBits ? load32(w + 16) : __m256i{};
     for (int pair = 0; pair < 4; ++pair) {
@@ -82,7 +85,7 @@ float k45_row_dot(const uint8_t* w, const ActBlockQ8* x, int64_t n_super) {
   return hsum(_mm256_add_ps(acc[0], acc[1])) - hsum(min_acc);
 }
 
-float q6k_row_dot(const uint8_t* w, const ActBlockQ8* x, int64_t n_super) {
+float q6k_row_dot(const uint8_t* w, const ActScales& act, const ActBlockQ8* x, int64_t n_super) {
   __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
   for (int64_t s = 0; s < n_super; ++s, w += kQ6KBytes, x += 8) {
     prefetch_block(w, kQ6KBytes);
@@ -90,7 +93,7 @@ float q6k_row_dot(const uint8_t* w, const ActBlockQ8* x, int64_t n_super) {
     // factors d·scale·d_x for all 8 blocks at once, even and odd scales apart.
     const __m128i scales = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w + 192));
     const __m128i even_odd = _mm_shuffle_epi8(scales, _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15));
-    const __m256 d_x = _mm256_mul_ps(_mm256_set1_ps(fp16_at(w + 208)), act_fields(x, &ActBlockQ8::d));
+    const __m256 d_x = _mm256_mul_ps(_mm256_set1_ps(fp16_at(w + 208)), _mm256_loadu_ps(act.d + 8 * s));
     alignas(32) float factor[2][8];  // [values 0-15 | values 16-31][block]
     _mm256_store_ps(factor[0], _mm256_mul_ps(d_x, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(even_odd))));
     _mm256_store_ps(factor[1], _mm256_mul_ps(d_x, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(even_odd, 8)))));
@@ -108,7 +111,7 @@ float q6k_row_dot(const uint8_t* w, const ActBlockQ8* x, int64_t n_super) {
 #else  // portable
 
 template <bool kHighBits>
-float k45_row_dot(const uint8_t* w, const ActBlockQ8* x, int64_t n_super) {
+float k45_row_dot(const uint8_t* w, const ActScales&, const ActBlockQ8* x, int64_t n_super) {
   constexpr std::size_t kBytes = kHighBits ? kQ5KBytes : kQ4KBytes;
   float sum = 0.0f, offset = 0.0f;
   for (int64_t s = 0; s < n_super; ++s, w += kBytes, x += 8) {
@@ -131,7 +134,7 @@ float k45_row_dot(const uint8_t* w, const ActBlockQ8* x, int64_t n_super) {
   return sum + offset;
 }
 
-float q6k_row_dot(const uint8_t* w, const ActBlockQ8* x, int64_t n_super) {
+float q6k_row_dot(const uint8_t* w, const ActScales&, const ActBlockQ8* x, int64_t n_super) {
   float sum = 0.0f;
   for (int64_t s = 0; s < n_super; ++s, w += kQ6KBytes, x += 8) {
     prefetch_block(w, kQ6KBytes);
@@ -156,10 +159,17 @@ float q6k_row_dot(const uint8_t* w, const ActBlockQ8* x, int64_t n_super) {
 
 #endif
 
-// w: one row of n_super super-blocks (ggml layout); x: its 8·n_super activation blocks.
-float q4_k_row_dot(const uint8_t* w, const ActBlockQ8* x, int64_t n_super) { return k45_row_dot<false>(w, x, n_super); }
-float q5_k_row_dot(const uint8_t* w, const ActBlockQ8* x, int64_t n_super) { return k45_row_dot<true>(w, x, n_super); }
-float q6_k_row_dot(const uint8_t* w, const ActBlockQ8* x, int64_t n_super) { return q6k_row_dot(w, x, n_super); }
+// w: one row of n_super super-blocks (ggml layout); x: its 8·n_super activation blocks, act their
+// scales.
+float q4_k_row_dot(const uint8_t* w, const ActScales& act, const ActBlockQ8* x, int64_t n_super) {
+  return k45_row_dot<false>(w, act, x, n_super);
+}
+float q5_k_row_dot(const uint8_t* w, const ActScales& act, const ActBlockQ8* x, int64_t n_super) {
+  return k45_row_dot<true>(w, act, x, n_super);
+}
+float q6_k_row_dot(const uint8_t* w, const ActScales& act, const ActBlockQ8* x, int64_t n_super) {
+  return q6k_row_dot(w, act, x, n_super);
+}
 
 }  // namespace
 }  // namespace mkv::kernels::inline MKV_SIMD_NS

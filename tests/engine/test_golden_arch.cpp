@@ -128,6 +128,29 @@ TEST_P(ArchGoldenFast, FastDecodePathStaysWithinLlamaCppTolerance) {
               vs_exact.max_abs);
 }
 
+// Prefill in Fast precision: the 64-token prompt in one pass takes the integer GEMM for the Q8_0
+// and Q4_K tensors (matmul_int8_gemm_kernels.h) and the float GEMM for the others; within the
+// same tolerance, and not the one-token path's numbers where the GEMM ran.
+TEST_P(ArchGoldenFast, FastPrefillStaysWithinLlamaCppTolerance) {
+  const std::string& type = GetParam().type;
+  const MatmulPrecision saved = matmul_precision();
+  set_matmul_precision(MatmulPrecision::Fast);
+  const auto prompt = meta_["prompt"].get<std::vector<int32_t>>();
+  const std::vector<float> prefill = evaluate(prompt), decode = evaluate(prompt, 1);
+  set_matmul_precision(saved);
+  const auto llamacpp = read_f32(dir_ / entry_["logits_file"].get<std::string>());
+  ASSERT_EQ(prefill.size(), llamacpp.size());
+  const Diff vs_llamacpp = compare(prefill, llamacpp), vs_decode = compare(prefill, decode);
+  EXPECT_LE(vs_llamacpp.max_abs, entry_["tolerance"].get<double>());
+  EXPECT_LE(vs_llamacpp.rms, entry_["rms_tolerance"].get<double>());
+  if (type == "Q8_0" || type == "Q4_K_M") {
+    EXPECT_GT(vs_decode.max_abs, 0.0) << "the integer GEMM was not taken";
+  }
+  std::printf("%s %s fast prefill: max|Δ| vs llama.cpp %.3g (tol %.3g), vs the one-token fast path %.3g\n",
+              GetParam().model.c_str(), type.c_str(), vs_llamacpp.max_abs, entry_["tolerance"].get<double>(),
+              vs_decode.max_abs);
+}
+
 // F32 files: greedy ids equal (every margin is reliable). Other types: teacher forcing on
 // llama.cpp's continuation, comparing our logits for its top-5 at every step.
 TEST_P(ArchGolden, GreedyContinuation) {
@@ -170,7 +193,7 @@ INSTANTIATE_TEST_SUITE_P(AllModelsAllTypes, ArchGolden, ::testing::ValuesIn(all_
 std::vector<ArchCase> integer_kernel_cases() {
   std::vector<ArchCase> cases;
   for (const char* model : {"llama3-tiny", "qwen2-tiny", "qwen3-tiny"})
-    for (const char* type : {"Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1"}) cases.push_back({model, type});
+    for (const char* type : {"Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q4_K_M", "Q5_K_M", "Q6_K"}) cases.push_back({model, type});
   return cases;
 }
 INSTANTIATE_TEST_SUITE_P(IntegerKernelTypes, ArchGoldenFast, ::testing::ValuesIn(integer_kernel_cases()), case_name);

@@ -48,7 +48,10 @@ struct Problem {
 class Int8Type : public ::testing::TestWithParam<GgmlType> {};
 
 TEST_P(Int8Type, EqualsTheFloat64ProductWithQuantisedActivations) {
-  for (const auto& [rows, cols, tokens] : {std::tuple{7, 32, 1}, std::tuple{67, 256, 1}, std::tuple{130, 2048, 3}}) {
+  // The last shape is prefill-sized: Q8_0 and Q4_K take the GEMM there (37 rows: two panels of 16
+  // and 5 rows past them), the other types each token's row dots.
+  for (const auto& [rows, cols, tokens] : {std::tuple{7, 32, 1}, std::tuple{67, 256, 1}, std::tuple{130, 2048, 3},
+                                           std::tuple{37, 512, int(kInt8MaxTokens) + 9}}) {
     if (cols % ggml_type_info(GetParam()).block_size != 0) continue;  // K-quants: 256-value blocks
     Problem p(GetParam(), rows, cols, tokens, 11);
     test::for_each_cpu_variant([&](CpuVariant) {
@@ -135,15 +138,24 @@ TEST(MatmulPrecision, ExactIsTheDefaultAndUnsupportedTypesKeepTheFloatKernel) {
       EXPECT_EQ(exact, fast);
     }
   }
-  // Prefill-sized batches (more than kInt8MaxTokens tokens) keep the float kernel in Fast
-  // precision too; up to kInt8MaxTokens, each token gets what it gets alone.
+  // Prefill-sized batches (more than kInt8MaxTokens tokens) of the types without an integer GEMM
+  // keep the float kernel in Fast precision; Q8_0 and Q4_K take the GEMM.
   constexpr int64_t kPrefill = kInt8MaxTokens + 1;
-  Problem p(GgmlType::Q8_0, 32, 256, kPrefill, 4);
-  std::vector<float> exact(kPrefill * 32), fast(kPrefill * 32);
-  matmul(p.w, p.x.data(), kPrefill, exact.data());
-  PrecisionGuard g(MatmulPrecision::Fast);
-  matmul(p.w, p.x.data(), kPrefill, fast.data());
-  EXPECT_EQ(exact, fast);
+  for (GgmlType type : {GgmlType::Q4_0, GgmlType::Q6_K, GgmlType::Q8_0, GgmlType::Q4_K}) {
+    Problem p(type, 32, 256, kPrefill, 4);
+    std::vector<float> exact(kPrefill * 32), fast(kPrefill * 32);
+    matmul(p.w, p.x.data(), kPrefill, exact.data());
+    {
+      PrecisionGuard g(MatmulPrecision::Fast);
+      matmul(p.w, p.x.data(), kPrefill, fast.data());
+    }
+    EXPECT_EQ(matmul_int8_gemm_supported(type), type == GgmlType::Q8_0 || type == GgmlType::Q4_K);
+    if (matmul_int8_gemm_supported(type)) {
+      EXPECT_NE(exact, fast) << ggml_type_info(type).name;
+    } else {
+      EXPECT_EQ(exact, fast) << ggml_type_info(type).name;
+    }
+  }
 }
 
 TEST(MatmulPrecision, FastBatchesGiveEachTokenWhatItGetsAlone) {

@@ -1,0 +1,35 @@
+// What the integer kernels read besides the weights (private to src/ops): the quantised
+// activations in the layouts the kernels load, and the GEMM's packed weight panel. Plain data:
+// matmul_int8.cpp (compiled with the build's flags) owns every buffer, so that the kernel variants
+// allocate nothing (docs/DESIGN.md, "Kernel variants chosen at run time").
+#pragma once
+
+#include <cstdint>
+
+#include "ops/matmul_int8.h"
+
+namespace mkv {
+
+// n_tokens tokens of cols activations each, quantised (quantize_activations_q8), token-major.
+struct Int8Activations {
+  const ActBlockQ8* blocks = nullptr;  // (n_tokens, cols / 32)
+  const float* d = nullptr;            // (n_tokens, cols / 32): blocks[i].d, consecutive
+  const float* s = nullptr;            // (n_tokens, cols / 32): blocks[i].s, consecutive
+  // Prefill (more than kInt8MaxTokens tokens) only, else null:
+  const int8_t* codes = nullptr;         // (n_tokens, cols): the blocks' q, consecutive
+  const uint8_t* biased_codes = nullptr; // (n_tokens, cols): q + 128 as unsigned bytes
+};
+
+// The integer GEMM's rows per packed panel (two 8-lane vectors).
+inline constexpr int kGemmRows = 16;
+
+// One 32-column block of a panel of kGemmRows weight rows, unpacked so that each 32-bit lane of a
+// vector holds 4 consecutive codes of one row (matmul_int8_gemm_kernels.h).
+struct GemmBlock {
+  alignas(32) int8_t codes[8][2][32];  // [4-column group][rows 0-7 | 8-15][4 codes per row, row-major]
+  alignas(32) float scale[2][8];       // [half][row]: Q8_0 d, Q4_K d·scale_j
+  alignas(32) float min[2][8];         // Q4_K: dmin·min_j (times the block's s, subtracted)
+  alignas(32) int32_t bias[2][8];      // Q8_0: 128·Σ codes (the biased activations' excess)
+};
+
+}  // namespace mkv

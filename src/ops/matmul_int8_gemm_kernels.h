@@ -1,0 +1,198 @@
+// Prefill-sized integer products (MatmulPrecision::Fast, more than kInt8MaxTokens tokens) of Q8_0
+// and Q4_K weights, compiled once per kernel variant (private to src/ops; included by
+// kernel_variant.h). Entry point: int8_gemm_rows() (the KernelTable signature); matmul_int8.cpp
+// owns the buffers and runs the panels on its thread team.
+//
+// A GEMM in the layout of llama.cpp's repacked CPU kernels, packed on the fly: kGemmRows weight
+// rows at a time are unpacked into blocks of 32 columns in which each 32-bit lane of a vector holds
+// 4 consecutive codes of one row (8 rows per vector). A group of 4 activation codes, broadcast to
+// every lane, meets 8 rows in one integer dot (VNNI vpdpbusd; AVX2 vpmaddubsw + vpmaddwd), and a
+// block's scales apply per lane, once per block and token: about 12 vector instructions per 256
+// multiply-adds, where the float GEMM spends 32 FMAs. Each panel is packed once per product and
+// serves every token of it.
+//
+// Codes: Q4_K's are unsigned (0..15) and meet the signed activation codes directly. Q8_0's are
+// signed: VNNI takes the activations as unsigned x + 128 and subtracts 128·Σ codes per block
+// (GemmBlock::bias); AVX2, whose vpmaddubsw would saturate on x + 128, uses the sign trick.
+// The per-(row, token) sums run in another order than the decode kernels', so a token's outputs
+// depend on whether its product had more than kInt8MaxTokens tokens, as the float path's do past
+// kRowDotMaxTokens. The portable variant computes every token on its own (matmul_int8).
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <utility>
+
+#include "ops/int8_operands.h"
+#include "ops/matmul_int8_kernels.h"
+
+namespace mkv::kernels::inline MKV_SIMD_NS {
+namespace {
+
+#if MKV_SIMD >= 2
+
+constexpr int kGemmTokens = MKV_SIMD >= 3 ? 6 : 2;    // 4·T + 5 registers: 29 of AVX-512's 32, 13 of AVX2's 16
+constexpr bool kBiasedActivations = MKV_SIMD >= 3;    // Q8_0 on VNNI: activations as x + 128
+
+// Stores 8 rows' 32-byte code vectors (rows[r]: 8 groups of 4 codes) as the 8 group vectors of
+// half h of p (lane r = row r's group): an 8 x 8 transpose of 32-bit groups. Returns, with
+// kRowSums, the per-row sums of the (signed) codes in lane r; else zero.
+template <bool kRowSums>
+inline __m256i store_groups(__m256i rows[8], GemmBlock& p, int h) {
+  simd::F8 v[8];
+  for (int r = 0; r < 8; ++r) v[r].v = _mm256_castsi256_ps(rows[r]);
+  simd::transpose8(v);
+  __m256i sums = _mm256_setzero_si256();
+  for (int g = 0; g < 8; ++g) {
+    const __m256i group = _mm256_castps_si256(v[g].v);
+    _mm256_store_si256(reinterpret_cast<__m256i*>(p.codes[g][h]), group);
+    if constexpr (kRowSums) sums = _mm256_add_epi32(sums, int8_dots::dot_u8_i32(_mm256_set1_epi8(1), group));
+  }
+  return sums;
+}
+
+// Packs rows [0, kGemmRows) of the panel (row r at w + r·row_bytes) into nb blocks.
+template <Kind K>
+void pack_gemm_panel(const uint8_t* w, std::size_t row_bytes, int64_t nb, GemmBlock* out) {
+  __m256i rows[8];
+  for (int h = 0; h < 2; ++h) {
+    const uint8_t* half = w + 8 * h * row_bytes;  // rows 8h .. 8h + 7
+    if constexpr (K == Kind::Q8_0) {
+      for (int64_t b = 0; b < nb; ++b) {
+        GemmBlock& p = out[b];
+        for (int r = 0; r < 8; ++r) {
+          const uint8_t* block = half + r * row_bytes + b * 34;
+          rows[r] = int8_dots::load32(block + 2);
+          p.scale[h][r] = fp16_at(block);
+          p.min[h][r] = 0.0f;
+        }
+        _mm256_store_si256(reinterpret_cast<__m256i*>(p.bias[h]), _mm256_slli_epi32(store_groups<kBiasedActivations>(rows, p, h), 7));
+      }
+    } else {  // Q4_K: super-block s holds blocks 8s .. 8s + 7; block j is nibble (j & 1) of qs[32(j/2) ..]
+      const __m256i low_mask = _mm256_set1_epi8(0x0f);
+      for (int64_t s = 0; s < nb / 8; ++s) {
+        GemmBlock* p = out + 8 * s;
+        for (int r = 0; r < 8; ++r) {
+          const uint8_t* block = half + r * row_bytes + s * decoders::Q4_K::kBlockBytes;
+          const float d = fp16_at(block), dmin = fp16_at(block + 2);
+          const decoders::KScalesMins sm = k_scales_mins(block + 4);
+          for (int j = 0; j < 8; ++j) {
+            p[j].scale[h][r] = d * static_cast<float>(sm.scale[j]);
+            p[j].min[h][r] = dmin * static_cast<float>(sm.min[j]);
+            p[j].bias[h][r] = 0;
+          }
+        }
+        for (int pair = 0; pair < 4; ++pair) {
+          __m256i high[8];
+          for (int r = 0; r < 8; ++r) {
+            const __m256i bytes = int8_dots::load32(half + r * row_bytes + s * decoders::Q4_K::kBlockBytes + 16 + 32 * pair);
+            rows[r] = _mm256_and_si256(bytes, low_mask);
+            high[r] = _mm256_and_si256(_mm256_srli_epi16(bytes, 4), low_mask);
+          }
+          store_groups<false>(rows, p[2 * pair], h);
+          store_groups<false>(high, p[2 * pair + 1], h);
+        }
+      }
+    }
+  }
+}
+
+// Σ over lanes of 4 codes: acc + the dot of row codes w with the broadcast activation group x.
+template <Kind K>
+inline __m256i group_dot(__m256i acc, __m256i w, [[maybe_unused]] __m256i w_magnitude, __m256i x) {
+  if constexpr (K == Kind::Q8_0 && kBiasedActivations) {
+    return _mm256_dpbusd_epi32(acc, x, w);  // (x + 128) · w
+  } else if constexpr (K == Kind::Q8_0) {
+    return _mm256_add_epi32(acc, int8_dots::dot_u8_i32(w_magnitude, _mm256_sign_epi8(x, w)));
+  } else {
+#if MKV_SIMD >= 3
+    return _mm256_dpbusd_epi32(acc, w, x);  // codes 0..15 · x
+#else
+    return _mm256_add_epi32(acc, int8_dots::dot_u8_i32(w, x));
+#endif
+  }
+}
+
+// y[t][0 .. kGemmRows) = the panel's rows against T tokens (token t's codes at codes + t·cols,
+// its scales at xd / xs + t·nb, its outputs at y + t·y_stride).
+template <Kind K, int T>
+void gemm_tile(const GemmBlock* panel, int64_t nb, const uint8_t* codes, const float* xd, const float* xs, int64_t cols,
+               float* y, int64_t y_stride) {
+  __m256 acc[T][2];
+  for (auto& a : acc) a[0] = a[1] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    const GemmBlock& p = panel[b];
+    __m256i sums[T][2];
+    for (auto& s : sums) s[0] = s[1] = _mm256_setzero_si256();
+    for (int g = 0; g < 8; ++g) {
+      const __m256i w0 = _mm256_load_si256(reinterpret_cast<const __m256i*>(p.codes[g][0]));
+      const __m256i w1 = _mm256_load_si256(reinterpret_cast<const __m256i*>(p.codes[g][1]));
+      __m256i m0 = w0, m1 = w1;
+      if constexpr (K == Kind::Q8_0 && !kBiasedActivations) {
+        m0 = _mm256_sign_epi8(w0, w0);
+        m1 = _mm256_sign_epi8(w1, w1);
+      }
+      for (int t = 0; t < T; ++t) {
+        int32_t group;
+        std::memcpy(&group, codes + t * cols + 32 * b + 4 * g, 4);
+        const __m256i x = _mm256_set1_epi32(group);
+        sums[t][0] = group_dot<K>(sums[t][0], w0, m0, x);
+        sums[t][1] = group_dot<K>(sums[t][1], w1, m1, x);
+      }
+    }
+    for (int h = 0; h < 2; ++h) {
+      const __m256 scale = _mm256_load_ps(p.scale[h]);
+      [[maybe_unused]] const __m256 min = _mm256_load_ps(p.min[h]);
+      [[maybe_unused]] const __m256i bias = _mm256_load_si256(reinterpret_cast<const __m256i*>(p.bias[h]));
+      for (int t = 0; t < T; ++t) {
+        __m256i s = sums[t][h];
+        if constexpr (K == Kind::Q8_0 && kBiasedActivations) s = _mm256_sub_epi32(s, bias);
+        acc[t][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_mul_ps(scale, _mm256_set1_ps(xd[t * (cols / 32) + b])),
+                                    acc[t][h]);
+        if constexpr (K == Kind::Q4_K) acc[t][h] = _mm256_fnmadd_ps(min, _mm256_set1_ps(xs[t * (cols / 32) + b]), acc[t][h]);
+      }
+    }
+  }
+  for (int t = 0; t < T; ++t) {
+    _mm256_storeu_ps(y + t * y_stride, acc[t][0]);
+    _mm256_storeu_ps(y + t * y_stride + 8, acc[t][1]);
+  }
+}
+
+// gemm_tile<K, T> for T = 1 .. kGemmTokens, indexed by T - 1.
+template <Kind K, int... I>
+constexpr auto gemm_tiles(std::integer_sequence<int, I...>) {
+  return std::array{&gemm_tile<K, I + 1>...};
+}
+
+// The panel of rows [r0, r0 + kGemmRows) against every token.
+template <Kind K>
+void gemm_panel(const WeightMatrix& w, const Int8Activations& x, int64_t n_tokens, int64_t r0, GemmBlock* panel, float* y) {
+  const int64_t nb = w.cols / 32, cols = w.cols;
+  const std::size_t row_bytes = ggml_row_bytes(w.type, w.cols);
+  pack_gemm_panel<K>(static_cast<const uint8_t*>(w.data) + r0 * row_bytes, row_bytes, nb, panel);
+  static constexpr auto kTiles = gemm_tiles<K>(std::make_integer_sequence<int, kGemmTokens>{});
+  // Q8_0 on VNNI takes the biased codes (x + 128), Q4_K the signed ones.
+  const auto* codes = K == Kind::Q8_0 && kBiasedActivations ? x.biased_codes : reinterpret_cast<const uint8_t*>(x.codes);
+  for (int64_t t0 = 0; t0 < n_tokens; t0 += kGemmTokens) {
+    const int64_t tokens = std::min<int64_t>(kGemmTokens, n_tokens - t0);
+    kTiles[tokens - 1](panel, nb, codes + t0 * cols, x.d + t0 * nb, x.s + t0 * nb, cols, y + t0 * w.rows + r0, w.rows);
+  }
+}
+
+#endif
+
+void int8_gemm_rows(const WeightMatrix& w, const Int8Activations& x, int64_t n_tokens, int64_t row_begin,
+                    int64_t row_end, [[maybe_unused]] GemmBlock* panel, float* y) {
+#if MKV_SIMD >= 2
+  if (row_end - row_begin == kGemmRows) {
+    if (w.type == GgmlType::Q8_0) return gemm_panel<Kind::Q8_0>(w, x, n_tokens, row_begin, panel, y);
+    if (w.type == GgmlType::Q4_K) return gemm_panel<Kind::Q4_K>(w, x, n_tokens, row_begin, panel, y);
+  }
+#endif
+  visit_kind(w.type, [&]<Kind K>() { run_rows<K>(w, x, n_tokens, row_begin, row_end, y); });
+}
+
+}  // namespace
+}  // namespace mkv::kernels::inline MKV_SIMD_NS
