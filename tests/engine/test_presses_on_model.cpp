@@ -85,15 +85,20 @@ TEST_P(PressesOnStories, RunsAndHoldsExactlyItsBudget) {
       for (int h = 0; h < c.n_kv_heads; ++h) {
         const int32_t length = snapshot_lengths_[l * c.n_kv_heads + h];
         layer_total += length;
-        if (GetParam().allocation == Allocation::Uniform) EXPECT_EQ(length, budget) << press->spec();
+        if (GetParam().allocation == Allocation::Uniform) {
+          EXPECT_EQ(length, budget) << press->spec();
+        }
       }
       total += layer_total;
-      if (GetParam().allocation == Allocation::PerHead)
+      if (GetParam().allocation == Allocation::PerHead) {
         EXPECT_EQ(layer_total, int64_t{budget} * c.n_kv_heads) << press->spec() << " layer " << l;
+      }
       layers_off_budget += layer_total != int64_t{budget} * c.n_kv_heads;
     }
     // Across layers, the budget moves between layers (stories260K's layers differ enough).
-    if (GetParam().allocation == Allocation::AcrossLayers && budget < 200) EXPECT_GT(layers_off_budget, 0) << press->spec();
+    if (GetParam().allocation == Allocation::AcrossLayers && budget < 200) {
+      EXPECT_GT(layers_off_budget, 0) << press->spec();
+    }
     // Every allocation keeps budget × heads rows in total (PyramidKV up to one row per head of rounding).
     const int64_t slack = GetParam().allocation == Allocation::PerLayer ? heads : 0;
     EXPECT_NEAR(total, int64_t{budget} * heads, slack) << press->spec();
