@@ -32,7 +32,10 @@ namespace {
 
 #if MKV_SIMD >= 2
 
-constexpr int kGemmTokens = MKV_SIMD >= 3 ? 6 : 2;    // 4·T + 5 registers: 29 of AVX-512's 32, 13 of AVX2's 16
+// Tokens per tile: 4·T accumulators plus 2 code vectors, a broadcast and, for Q8_0 on AVX2, 2
+// magnitudes must fit the registers (AVX-512's 32, AVX2's 16).
+template <Kind K>
+constexpr int kGemmTokens = MKV_SIMD >= 3 ? 6 : K == Kind::Q8_0 ? 2 : 3;
 constexpr bool kBiasedActivations = MKV_SIMD >= 3;    // Q8_0 on VNNI: activations as x + 128
 
 // Stores 8 rows' 32-byte code vectors (rows[r]: 8 groups of 4 codes) as the 8 group vectors of
@@ -160,7 +163,7 @@ void gemm_tile(const GemmBlock* panel, int64_t nb, const uint8_t* codes, const f
   }
 }
 
-// gemm_tile<K, T> for T = 1 .. kGemmTokens, indexed by T - 1.
+// gemm_tile<K, T> for T = 1 .. kGemmTokens<K>, indexed by T - 1.
 template <Kind K, int... I>
 constexpr auto gemm_tiles(std::integer_sequence<int, I...>) {
   return std::array{&gemm_tile<K, I + 1>...};
@@ -172,11 +175,11 @@ void gemm_panel(const WeightMatrix& w, const Int8Activations& x, int64_t n_token
   const int64_t nb = w.cols / 32, cols = w.cols;
   const std::size_t row_bytes = ggml_row_bytes(w.type, w.cols);
   pack_gemm_panel<K>(static_cast<const uint8_t*>(w.data) + r0 * row_bytes, row_bytes, nb, panel);
-  static constexpr auto kTiles = gemm_tiles<K>(std::make_integer_sequence<int, kGemmTokens>{});
+  static constexpr auto kTiles = gemm_tiles<K>(std::make_integer_sequence<int, kGemmTokens<K>>{});
   // Q8_0 on VNNI takes the biased codes (x + 128), Q4_K the signed ones.
   const auto* codes = K == Kind::Q8_0 && kBiasedActivations ? x.biased_codes : reinterpret_cast<const uint8_t*>(x.codes);
-  for (int64_t t0 = 0; t0 < n_tokens; t0 += kGemmTokens) {
-    const int64_t tokens = std::min<int64_t>(kGemmTokens, n_tokens - t0);
+  for (int64_t t0 = 0; t0 < n_tokens; t0 += kGemmTokens<K>) {
+    const int64_t tokens = std::min<int64_t>(kGemmTokens<K>, n_tokens - t0);
     kTiles[tokens - 1](panel, nb, codes + t0 * cols, x.d + t0 * nb, x.s + t0 * nb, cols, y + t0 * w.rows + r0, w.rows);
   }
 }
