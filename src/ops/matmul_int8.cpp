@@ -64,11 +64,17 @@ void matmul_int8(const WeightMatrix& w, const float* x, int64_t n_tokens, float*
   thread_local std::vector<float> d, s;
   thread_local std::vector<int8_t> codes;
   thread_local std::vector<uint8_t> biased_codes;
-  blocks.resize(n_tokens * nb);
-  d.resize(n_tokens * nb);
-  s.resize(n_tokens * nb);
-  codes.resize(prefill ? n_tokens * cols : 0);
-  biased_codes.resize(prefill ? n_tokens * cols : 0);
+  // Grown, never shrunk: a decode step between two prompt chunks does not free the chunks' codes.
+  auto at_least = [](auto& buffer, int64_t n) {
+    if (buffer.size() < static_cast<std::size_t>(n)) buffer.resize(n);
+  };
+  at_least(blocks, n_tokens * nb);
+  at_least(d, n_tokens * nb);
+  at_least(s, n_tokens * nb);
+  if (prefill) {
+    at_least(codes, n_tokens * cols);
+    at_least(biased_codes, n_tokens * cols);
+  }
   // Raw pointers: the thread team below must write the calling thread's buffers (thread_local).
   ActBlockQ8* const bp = blocks.data();
   float* const dp = d.data();
