@@ -341,12 +341,9 @@ PyPressConfig py_press_config(const py::object& press, std::optional<int64_t> kv
   s.protection.sinks = sinks;
   s.nc = o["nc"].cast<bool>();
   const std::string alloc = o["alloc"].cast<std::string>();
-  if (alloc == "uniform") s.allocation = mkv::Allocation::Uniform;
-  else if (alloc == "adaptive") s.allocation = mkv::Allocation::Adaptive;
-  else if (alloc == "pyramid") s.allocation = mkv::Allocation::Pyramid;
-  else if (alloc == "pyramid_adaptive") s.allocation = mkv::Allocation::PyramidAdaptive;
-  else if (alloc == "global") s.allocation = mkv::Allocation::Global;
-  else throw bad("alloc=\"" + alloc + "\" is not one of uniform, adaptive, pyramid, pyramid_adaptive, global");
+  const std::optional<mkv::Allocation> allocation = mkv::allocation_from_name(alloc);
+  if (!allocation) throw bad("alloc=\"" + alloc + "\" is not one of uniform, adaptive, pyramid, pyramid_adaptive, global");
+  s.allocation = *allocation;
   s.safeguard = o["safeguard"].cast<double>();
   if (!(s.safeguard >= 0.0 && s.safeguard <= 1.0)) throw bad("safeguard must be in [0, 1]");
   s.beta = o["beta"].cast<double>();

@@ -239,22 +239,14 @@ std::unique_ptr<Press> build_press(const PressDef& def, Values& v, const Budget&
     o.safeguard = v.real("safeguard");
     o.rounds = v.integer("rounds");
     o.beta = v.real("beta");
-    const std::string& alloc = v.text("alloc");
-    o.allocation = alloc == "pyramid_adaptive" ? Allocation::PyramidAdaptive
-                   : alloc == "global"         ? Allocation::Global
-                                               : Allocation::Adaptive;
+    o.allocation = *allocation_from_name(v.text("alloc"));  // one of kAdaAlloc's choices
     return make_adakv(make_scorer(v.text("scorer"), v), o);
   }
   if (name == "momentkv") {
     o.rounds = v.integer("rounds");
     o.safeguard = v.real("safeguard");
     o.beta = v.real("beta");
-    const std::string& alloc = v.text("alloc");
-    o.allocation = alloc == "adaptive"           ? Allocation::Adaptive
-                   : alloc == "pyramid"          ? Allocation::Pyramid
-                   : alloc == "pyramid_adaptive" ? Allocation::PyramidAdaptive
-                   : alloc == "global"           ? Allocation::Global
-                                                 : Allocation::Uniform;
+    o.allocation = *allocation_from_name(v.text("alloc"));  // one of kAlloc's choices
   }
   return std::make_unique<ScorerPress>(make_scorer(name, v), o);
 }

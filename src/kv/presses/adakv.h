@@ -15,14 +15,15 @@
 
 #include <memory>
 
+#include "core/error.h"
 #include "kv/presses/scorer_press.h"
 
 namespace mkv {
 
-// options.allocation: Adaptive (Uniform reads as Adaptive), PyramidAdaptive or Global.
-inline std::unique_ptr<Press> make_adakv(std::unique_ptr<Scorer> scorer, ScorerPressOptions options) {
-  if (options.allocation == Allocation::Uniform || options.allocation == Allocation::Pyramid)
-    options.allocation = Allocation::Adaptive;
+// options.allocation: Adaptive, PyramidAdaptive or Global (the registry's alloc choices).
+inline std::unique_ptr<Press> make_adakv(std::unique_ptr<Scorer> scorer, const ScorerPressOptions& options) {
+  MKV_ASSERT(options.allocation == Allocation::Adaptive || options.allocation == Allocation::PyramidAdaptive ||
+             options.allocation == Allocation::Global);
   return std::make_unique<ScorerPress>(std::move(scorer), options);
 }
 

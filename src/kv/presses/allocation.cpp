@@ -50,6 +50,15 @@ class AdaptiveAllocation : public BudgetAllocation {
 
 }  // namespace
 
+std::optional<Allocation> allocation_from_name(std::string_view name) {
+  if (name == "uniform") return Allocation::Uniform;
+  if (name == "pyramid") return Allocation::Pyramid;
+  if (name == "adaptive") return Allocation::Adaptive;
+  if (name == "pyramid_adaptive") return Allocation::PyramidAdaptive;
+  if (name == "global") return Allocation::Global;
+  return std::nullopt;
+}
+
 bool BudgetAllocation::over(std::span<const int32_t> lengths, int32_t limit) const {
   return !lengths.empty() && *std::max_element(lengths.begin(), lengths.end()) > limit;
 }

@@ -9,7 +9,9 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include "kv/selection.h"
@@ -22,6 +24,10 @@ using HeadScores = std::vector<std::vector<float>>;
 using HeadScoresView = std::span<const std::vector<float>>;
 
 enum class Allocation { Uniform, Pyramid, Adaptive, PyramidAdaptive, Global };
+
+// The allocation a spec's `alloc` names ("uniform", "pyramid", "adaptive", "pyramid_adaptive",
+// "global"); nullopt for any other text.
+std::optional<Allocation> allocation_from_name(std::string_view name);
 
 // Whether the layer budgets are PyramidKV's (a layer may hold up to 2L per head).
 inline bool has_pyramid_layers(Allocation kind) {
