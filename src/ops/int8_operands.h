@@ -13,11 +13,11 @@ namespace mkv {
 // n_tokens tokens of cols activations each, quantised (quantize_activations_q8), token-major.
 struct Int8Activations {
   const ActBlockQ8* blocks = nullptr;  // (n_tokens, cols / 32)
+  // Set for the K-quant types and for prefill (more than kInt8MaxTokens tokens), else null:
   const float* d = nullptr;            // (n_tokens, cols / 32): blocks[i].d, consecutive
   const float* s = nullptr;            // (n_tokens, cols / 32): blocks[i].s, consecutive
-  // Prefill (more than kInt8MaxTokens tokens) only, else null:
-  const int8_t* codes = nullptr;         // (n_tokens, cols): the blocks' q, consecutive
-  const uint8_t* biased_codes = nullptr; // (n_tokens, cols): q + 128 as unsigned bytes
+  // Q8_0 prefill only, else null:
+  const uint8_t* biased_codes = nullptr;  // (n_tokens, cols): the blocks' q + 128 as unsigned bytes
 };
 
 // The integer GEMM's rows per packed panel (two 8-lane vectors).

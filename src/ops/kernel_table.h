@@ -20,11 +20,11 @@ struct KernelTable {
   // >= 1, cols a multiple of the block size). sums: scratch of at least n_tokens * cols / 16 floats
   // owned by the calling thread (the sub-block sums of x, for the types with offsets).
   void (*matmul_float)(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, float* sums);
-  // y = W x with quantised activations (int8_operands.h; blocks, d and s set); w is a type
-  // matmul_int8_supported() accepts, checked.
+  // y = W x with quantised activations (int8_operands.h); w is a type matmul_int8_supported()
+  // accepts, checked.
   void (*matmul_int8)(const WeightMatrix& w, const Int8Activations& x, int64_t n_tokens, float* y);
-  // Rows [row_begin, row_end) of the same product (at most kGemmRows) for a prefill-sized batch,
-  // every field of x set: Q8_0 and Q4_K (matmul_int8_gemm_supported) as a GEMM that packs the rows
+  // Rows [row_begin, row_end) of the same product (at most kGemmRows) for a prefill-sized batch:
+  // Q8_0 and Q4_K (matmul_int8_gemm_supported) as a GEMM that packs the rows
   // into `panel` (scratch of cols / 32 blocks owned by the calling thread) and sums in another order
   // than matmul_int8; other types and the portable variant, as matmul_int8 computes them.
   void (*int8_gemm_rows)(const WeightMatrix& w, const Int8Activations& x, int64_t n_tokens, int64_t row_begin,

@@ -59,42 +59,42 @@ void matmul_int8(const WeightMatrix& w, const float* x, int64_t n_tokens, float*
   if (w.rows == 0 || n_tokens <= 0) return;
   const int64_t nb = w.cols / 32, cols = w.cols;
   const bool prefill = n_tokens > kInt8MaxTokens;
-  // The operands of Int8Activations, owned by the calling thread and reused across products.
+  // Which optional operands the kernels read (Int8Activations): the scales as consecutive floats
+  // (K-quant row dots, the GEMM), the biased codes (the Q8_0 GEMM).
+  const bool k_quant = w.type == GgmlType::Q4_K || w.type == GgmlType::Q5_K || w.type == GgmlType::Q6_K;
+  const bool scales = k_quant || prefill, biased = prefill && w.type == GgmlType::Q8_0;
+  // The operands, owned by the calling thread and reused across products.
   thread_local std::vector<ActBlockQ8> blocks;
   thread_local std::vector<float> d, s;
-  thread_local std::vector<int8_t> codes;
   thread_local std::vector<uint8_t> biased_codes;
   // Grown, never shrunk: a decode step between two prompt chunks does not free the chunks' codes.
   auto at_least = [](auto& buffer, int64_t n) {
     if (buffer.size() < static_cast<std::size_t>(n)) buffer.resize(n);
   };
   at_least(blocks, n_tokens * nb);
-  at_least(d, n_tokens * nb);
-  at_least(s, n_tokens * nb);
-  if (prefill) {
-    at_least(codes, n_tokens * cols);
-    at_least(biased_codes, n_tokens * cols);
+  if (scales) {
+    at_least(d, n_tokens * nb);
+    at_least(s, n_tokens * nb);
   }
+  if (biased) at_least(biased_codes, n_tokens * cols);
   // Raw pointers: the thread team below must write the calling thread's buffers (thread_local).
   ActBlockQ8* const bp = blocks.data();
-  float* const dp = d.data();
-  float* const sp = s.data();
-  int8_t* const cp = prefill ? codes.data() : nullptr;
-  uint8_t* const bcp = prefill ? biased_codes.data() : nullptr;
+  float* const dp = scales ? d.data() : nullptr;
+  float* const sp = scales ? s.data() : nullptr;
+  uint8_t* const bcp = biased ? biased_codes.data() : nullptr;
 #pragma omp parallel for schedule(static) if (prefill)
   for (int64_t t = 0; t < n_tokens; ++t) {
     quantize_activations_q8(x + t * cols, cols, bp + t * nb);
     for (int64_t i = t * nb; i < (t + 1) * nb; ++i) {
-      dp[i] = bp[i].d;
-      sp[i] = bp[i].s;
-      if (!prefill) continue;
-      for (int l = 0; l < 32; ++l) {
-        cp[32 * i + l] = bp[i].q[l];
-        bcp[32 * i + l] = static_cast<uint8_t>(bp[i].q[l] + 128);
+      if (scales) {
+        dp[i] = bp[i].d;
+        sp[i] = bp[i].s;
       }
+      if (biased)
+        for (int l = 0; l < 32; ++l) bcp[32 * i + l] = static_cast<uint8_t>(bp[i].q[l] + 128);
     }
   }
-  const Int8Activations acts{bp, dp, sp, cp, bcp};
+  const Int8Activations acts{bp, dp, sp, bcp};
   const KernelTable& kernels = kernel_table();
   if (!prefill) return kernels.matmul_int8(w, acts, n_tokens, y);
   // Prefill: panels of kGemmRows rows shared among the team, each thread packing into its own scratch.

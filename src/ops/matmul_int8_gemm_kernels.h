@@ -117,11 +117,18 @@ inline __m256i group_dot(__m256i acc, __m256i w, [[maybe_unused]] __m256i w_magn
   }
 }
 
-// y[t][0 .. kGemmRows) = the panel's rows against T tokens (token t's codes at codes + t·cols,
-// its scales at xd / xs + t·nb, its outputs at y + t·y_stride).
+// The activation codes a tile reads: block b of token t at codes + t·token_stride + b·block_stride
+// (bytes; the blocks' own q, or the biased copy).
+struct TileCodes {
+  const uint8_t* codes;
+  int64_t token_stride, block_stride;
+};
+
+// y[t][0 .. kGemmRows) = the panel's rows against T tokens (token t's codes as x says, its scales
+// at xd / xs + t·nb, its outputs at y + t·y_stride).
 template <Kind K, int T>
-void gemm_tile(const GemmBlock* panel, int64_t nb, const uint8_t* codes, const float* xd, const float* xs, int64_t cols,
-               float* y, int64_t y_stride) {
+void gemm_tile(const GemmBlock* panel, int64_t nb, TileCodes x, const float* xd, const float* xs, float* y,
+               int64_t y_stride) {
   __m256 acc[T][2];
   for (auto& a : acc) a[0] = a[1] = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
@@ -138,10 +145,10 @@ void gemm_tile(const GemmBlock* panel, int64_t nb, const uint8_t* codes, const f
       }
       for (int t = 0; t < T; ++t) {
         int32_t group;
-        std::memcpy(&group, codes + t * cols + 32 * b + 4 * g, 4);
-        const __m256i x = _mm256_set1_epi32(group);
-        sums[t][0] = group_dot<K>(sums[t][0], w0, m0, x);
-        sums[t][1] = group_dot<K>(sums[t][1], w1, m1, x);
+        std::memcpy(&group, x.codes + t * x.token_stride + b * x.block_stride + 4 * g, 4);
+        const __m256i broadcast = _mm256_set1_epi32(group);
+        sums[t][0] = group_dot<K>(sums[t][0], w0, m0, broadcast);
+        sums[t][1] = group_dot<K>(sums[t][1], w1, m1, broadcast);
       }
     }
     for (int h = 0; h < 2; ++h) {
@@ -151,9 +158,8 @@ void gemm_tile(const GemmBlock* panel, int64_t nb, const uint8_t* codes, const f
       for (int t = 0; t < T; ++t) {
         __m256i s = sums[t][h];
         if constexpr (K == Kind::Q8_0 && kBiasedActivations) s = _mm256_sub_epi32(s, bias);
-        acc[t][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_mul_ps(scale, _mm256_set1_ps(xd[t * (cols / 32) + b])),
-                                    acc[t][h]);
-        if constexpr (K == Kind::Q4_K) acc[t][h] = _mm256_fnmadd_ps(min, _mm256_set1_ps(xs[t * (cols / 32) + b]), acc[t][h]);
+        acc[t][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_mul_ps(scale, _mm256_set1_ps(xd[t * nb + b])), acc[t][h]);
+        if constexpr (K == Kind::Q4_K) acc[t][h] = _mm256_fnmadd_ps(min, _mm256_set1_ps(xs[t * nb + b]), acc[t][h]);
       }
     }
   }
@@ -176,11 +182,15 @@ void gemm_panel(const WeightMatrix& w, const Int8Activations& x, int64_t n_token
   const std::size_t row_bytes = ggml_row_bytes(w.type, w.cols);
   pack_gemm_panel<K>(static_cast<const uint8_t*>(w.data) + r0 * row_bytes, row_bytes, nb, panel);
   static constexpr auto kTiles = gemm_tiles<K>(std::make_integer_sequence<int, kGemmTokens<K>>{});
-  // Q8_0 on VNNI takes the biased codes (x + 128), Q4_K the signed ones.
-  const auto* codes = K == Kind::Q8_0 && kBiasedActivations ? x.biased_codes : reinterpret_cast<const uint8_t*>(x.codes);
+  // Q8_0 on VNNI takes the biased codes (x + 128), the others the blocks' signed ones in place.
+  constexpr int64_t kBlock = sizeof(ActBlockQ8);
+  const TileCodes codes = K == Kind::Q8_0 && kBiasedActivations
+                              ? TileCodes{x.biased_codes, cols, 32}
+                              : TileCodes{reinterpret_cast<const uint8_t*>(x.blocks[0].q), nb * kBlock, kBlock};
   for (int64_t t0 = 0; t0 < n_tokens; t0 += kGemmTokens<K>) {
     const int64_t tokens = std::min<int64_t>(kGemmTokens<K>, n_tokens - t0);
-    kTiles[tokens - 1](panel, nb, codes + t0 * cols, x.d + t0 * nb, x.s + t0 * nb, cols, y + t0 * w.rows + r0, w.rows);
+    const TileCodes first{codes.codes + t0 * codes.token_stride, codes.token_stride, codes.block_stride};
+    kTiles[tokens - 1](panel, nb, first, x.d + t0 * nb, x.s + t0 * nb, y + t0 * w.rows + r0, w.rows);
   }
 }
 

@@ -144,22 +144,23 @@ void row_dots(const uint8_t* w, std::size_t block_bytes, const ActBlockQ8* x, in
 template <Kind K>
 constexpr bool kSuperBlocks = K == Kind::Q4_K || K == Kind::Q5_K || K == Kind::Q6_K;
 
-// One row against T tokens' activation blocks (nb per token, token t's at x + t * nb, its scales
-// at act_d / act_s + t * nb); y[t * y_stride].
+// One row against T tokens of x (nb blocks per token) from block `first` on (token t's blocks at
+// first + t * nb); y[t * y_stride].
 template <Kind K, int T>
-void any_row_dots(const uint8_t* w, std::size_t block_bytes, const ActBlockQ8* x, const float* act_d,
-                  const float* act_s, int64_t nb, float* y, int64_t y_stride) {
+void any_row_dots(const uint8_t* w, std::size_t block_bytes, const Int8Activations& x, int64_t first, int64_t nb,
+                  float* y, int64_t y_stride) {
   if constexpr (kSuperBlocks<K>) {
     for (int t = 0; t < T; ++t) {
-      const ActBlockQ8* xt = x + t * nb;
-      const ActScales act{act_d + t * nb, act_s + t * nb};
+      const int64_t i = first + t * nb;
+      const ActBlockQ8* xt = x.blocks + i;
+      const ActScales act{x.d + i, x.s + i};
       float& out = y[t * y_stride];
       if constexpr (K == Kind::Q4_K) out = q4_k_row_dot(w, act, xt, nb / 8);
       else if constexpr (K == Kind::Q5_K) out = q5_k_row_dot(w, act, xt, nb / 8);
       else out = q6_k_row_dot(w, act, xt, nb / 8);
     }
   } else {
-    row_dots<K, T>(w, block_bytes, x, nb, nb, y, y_stride);
+    row_dots<K, T>(w, block_bytes, x.blocks + first, nb, nb, y, y_stride);
   }
 }
 
@@ -174,12 +175,11 @@ void run_rows(const WeightMatrix& w, const Int8Activations& x, int64_t n_tokens,
   for (int64_t r = row_begin; r < row_end; ++r)
     for (int64_t t = 0; t < n_tokens;) {
       const uint8_t* row = base + r * row_bytes;
-      const int64_t i = t * nb;  // token t's first block
       if (n_tokens - t >= kInt8TileTokens) {
-        any_row_dots<K, kInt8TileTokens>(row, block_bytes, x.blocks + i, x.d + i, x.s + i, nb, y + t * w.rows + r, w.rows);
+        any_row_dots<K, kInt8TileTokens>(row, block_bytes, x, t * nb, nb, y + t * w.rows + r, w.rows);
         t += kInt8TileTokens;
       } else {
-        any_row_dots<K, 1>(row, block_bytes, x.blocks + i, x.d + i, x.s + i, nb, y + t * w.rows + r, w.rows);
+        any_row_dots<K, 1>(row, block_bytes, x, t * nb, nb, y + t * w.rows + r, w.rows);
         t += 1;
       }
     }
