@@ -30,11 +30,25 @@ float* sums_scratch(int64_t n_tokens, int64_t cols) {
   return sums.data();
 }
 
-// In Fast precision, decode-sized batches take 8-bit activations and integer dot products, and
+// In Fast precision, decode-sized batches of the quantised types take 8-bit activations and integer dot products, and
 // prefill-sized ones of the types with an integer GEMM take that.
 bool takes_int8_path(const WeightMatrix& w, int64_t n_tokens) {
   if (matmul_precision() != MatmulPrecision::Fast || !matmul_int8_supported(w.type)) return false;
   return n_tokens <= kInt8MaxTokens || matmul_int8_gemm_supported(w.type);
+}
+
+// In Fast precision, decode-sized products of F16 weights take fp16 activations (llama.cpp's
+// numerics for them); prefill-sized ones keep the float GEMM, which is compute-bound.
+bool takes_f16_activations(const WeightMatrix& w, int64_t n_tokens) {
+  return matmul_precision() == MatmulPrecision::Fast && w.type == GgmlType::F16 && n_tokens <= kRowDotMaxTokens;
+}
+
+// matmul_f16_fast's scratch: the fp16 activations, owned by the calling thread and reused.
+uint16_t* half_scratch(int64_t n_tokens, int64_t cols) {
+  thread_local std::vector<uint16_t> half;
+  const auto needed = static_cast<std::size_t>(n_tokens * cols);
+  if (half.size() < needed) half.resize(needed);
+  return half.data();
 }
 
 }  // namespace
@@ -43,6 +57,8 @@ void matmul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y) {
   check_matrix(w);
   if (w.rows == 0 || n_tokens <= 0) return;
   if (takes_int8_path(w, n_tokens)) return matmul_int8(w, x, n_tokens, y);
+  if (takes_f16_activations(w, n_tokens))
+    return kernel_table().matmul_f16_fast(w, x, n_tokens, y, half_scratch(n_tokens, w.cols));
   kernel_table().matmul_float(w, x, n_tokens, y, sums_scratch(n_tokens, w.cols));
 }
 

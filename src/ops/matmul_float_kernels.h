@@ -1,11 +1,11 @@
 // The float matrix kernels, compiled once per kernel variant (private to src/ops): included only by
 // kernels_scalar.cpp, kernels_avx2.cpp and kernels_avx512.cpp, which set MKV_SIMD (simd_level.h).
 // Everything here is in mkv::kernels::MKV_SIMD_NS, in an unnamed namespace: each variant file
-// gets its own copy. Entry point: matmul_float() (the KernelTable signature).
+// gets its own copy. Entry points: matmul_float() and matmul_f16_fast() (the KernelTable signatures).
 //
 // One generic kernel for every weight type. Weight blocks are decoded on the fly
-// (block_decoders.h) into 8-float vectors that feed FMAs against float32 activations; nothing is
-// quantised on the activation side (MatmulPrecision::Fast sends decode-sized products of the
+// (block_decoders.h) into 8-float vectors that feed FMAs against float32 activations, or fp16 ones
+// (matmul_f16_fast: MatmulPrecision::Fast for F16 weights; Fast sends decode-sized products of the
 // integer-friendly types to the integer kernels instead).
 //
 // Blocking: the output (n_tokens x rows) is split into work items of up to kItemTokens tokens x
@@ -55,17 +55,22 @@ struct Item {
   const float* x_sums = nullptr;  // (n_tokens, cols / kSubBlock) for decoders with offsets (x_sub_sums)
 };
 
-// One weight row against some tokens, all positioned at the first column.
+// One weight row against some tokens, all positioned at the first column. Act: the activations'
+// storage, float32 or fp16 (uint16_t bits; matmul_f16_fast).
+template <typename Act>
 struct RowOperands {
   const uint8_t* w;       // the weight row
-  const float* x;         // first of the tokens' activations
-  int64_t x_stride;       // floats from one token's activations to the next
+  const Act* x;           // first of the tokens' activations
+  int64_t x_stride;       // values from one token's activations to the next
   float* y;               // y of the first token at this row
   int64_t y_stride;       // floats from one token's outputs to the next
   int64_t n_blocks;       // decoder blocks in the row
   const float* x_sums;    // types with sub-block offsets: sums of x over each sub-block; else null
   int64_t x_sums_stride;  // floats from one token's sums to the next
 };
+
+inline F8 load_activations(const float* x) { return simd::f8_load(x); }
+inline F8 load_activations(const uint16_t* x) { return simd::f8_load_fp16(reinterpret_cast<const uint8_t*>(x)); }
 
 // y[t] += dot(weight row, token t) for T tokens. Each token sums into kChains independent
 // accumulators (8-wide group i of the row goes to chain i % kChains): with one accumulator, a
@@ -78,8 +83,8 @@ struct RowOperands {
 // i % kChains, and its offset (if any) once per token as offset × (the sub-block's sum of x, in
 // op.x_sums): one multiply per sub-block instead of one multiply (and add) per group, which
 // matters because exact decode of quantised weights is partly compute-bound.
-template <typename Decoder, int T>
-void add_row_dots(const RowOperands& op) {
+template <typename Decoder, int T, typename Act>
+void add_row_dots(const RowOperands<Act>& op) {
   constexpr int kChains = 2;
   constexpr int kGroups = Decoder::kBlockSize / 8;  // 8-wide groups per block
   constexpr bool kScaled = decoders::SubBlockScaled<Decoder>;
@@ -95,7 +100,7 @@ void add_row_dots(const RowOperands& op) {
   float offset_sum[T] = {};  // Σ offset × sub-block sum of x, per token
   // Adds block b; its groups (or sub-blocks) feed chains (u * kSteps + i) % kChains.
   auto add_block = [&](int64_t b, int u) {
-    const float* x = op.x + b * Decoder::kBlockSize;
+    const Act* x = op.x + b * Decoder::kBlockSize;
     const uint8_t* block = op.w + b * Decoder::kBlockBytes;
     if constexpr (kScaled) {
       constexpr int kSubGroups = Decoder::kSubBlock / 8;
@@ -106,7 +111,7 @@ void add_row_dots(const RowOperands& op) {
       Decoder::decode_codes(block, [&](int g, F8 codes) {
         const int local = g % kSubGroups;
         for (int t = 0; t < T; ++t) {
-          const F8 xv = simd::f8_load(x + t * op.x_stride + 8 * g);
+          const F8 xv = load_activations(x + t * op.x_stride + 8 * g);
           partial[t][local & 1] = local < 2 ? codes * xv : simd::fmadd(codes, xv, partial[t][local & 1]);
         }
         if (local == kSubGroups - 1) {  // the sub-block is complete
@@ -122,7 +127,7 @@ void add_row_dots(const RowOperands& op) {
     } else {
       Decoder::decode(block, [&](int g, F8 w) {
         const int c = (u * kGroups + g) % kChains;
-        for (int t = 0; t < T; ++t) acc[t][c] = simd::fmadd(w, simd::f8_load(x + t * op.x_stride + 8 * g), acc[t][c]);
+        for (int t = 0; t < T; ++t) acc[t][c] = simd::fmadd(w, load_activations(x + t * op.x_stride + 8 * g), acc[t][c]);
       });
     }
   };
@@ -144,14 +149,14 @@ void add_row_dots(const RowOperands& op) {
 }
 
 // One weight row against n_tokens tokens, kTileTokens at a time while they last.
-template <typename Decoder>
-void add_row(RowOperands op, int64_t n_tokens) {
+template <typename Decoder, typename Act>
+void add_row(RowOperands<Act> op, int64_t n_tokens) {
   for (int64_t t0 = 0; t0 < n_tokens;) {
     const int T = n_tokens - t0 >= kTileTokens ? kTileTokens : 1;
     if (T == kTileTokens)
-      add_row_dots<Decoder, kTileTokens>(op);
+      add_row_dots<Decoder, kTileTokens, Act>(op);
     else
-      add_row_dots<Decoder, 1>(op);
+      add_row_dots<Decoder, 1, Act>(op);
     op.x += T * op.x_stride;
     op.y += T * op.y_stride;
     if (op.x_sums) op.x_sums += T * op.x_sums_stride;
@@ -273,7 +278,7 @@ void run_item(GgmlType type, const Item& item) {
   if constexpr (decoders::SubBlockScaled<Decoder>) n_sub = item.cols / Decoder::kSubBlock;
   const float* x_sums = item.x_sums ? item.x_sums + item.token_begin * n_sub : nullptr;
   for (; r0 < item.row_end; ++r0)
-    add_row<Decoder>({item.weights + r0 * item.row_bytes, x, item.cols, y + r0, item.rows, n_blocks, x_sums, n_sub},
+    add_row<Decoder, float>({item.weights + r0 * item.row_bytes, x, item.cols, y + r0, item.rows, n_blocks, x_sums, n_sub},
                      n_tokens);
   if (n_blocks * Decoder::kBlockSize < item.cols) add_tail_columns(type, item, n_blocks * Decoder::kBlockSize);
 }
@@ -324,6 +329,24 @@ void matmul_float(const WeightMatrix& w, const float* x, int64_t n_tokens, float
       run_item<Decoder>(w.type, item);
     }
   });
+}
+
+// MatmulPrecision::Fast for F16 weights and decode-sized products (n_tokens <= kRowDotMaxTokens):
+// x is rounded to fp16 into x_half (n_tokens x cols, the calling thread's scratch), and the row
+// dots read those (as llama.cpp's F16 kernels do): half the activation bytes per weight, which
+// keeps a whole row's activations in L1 next to the weight stream.
+void matmul_f16_fast(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, uint16_t* x_half) {
+  for (int64_t i = 0; i < n_tokens * w.cols; i += 8) simd::f8_store_fp16(x_half + i, simd::f8_load(x + i));
+  const std::size_t row_bytes = ggml_row_bytes(w.type, w.cols);
+  const int64_t n_items = (w.rows + kItemRows - 1) / kItemRows;
+  const bool parallel = n_items > 1 && w.rows * w.cols * n_tokens >= kMinParallelMacs;
+#pragma omp parallel for schedule(dynamic, 1) if (parallel)
+  for (int64_t i = 0; i < n_items; ++i)
+    for (int64_t r = i * kItemRows; r < std::min(w.rows, (i + 1) * kItemRows); ++r) {
+      for (int64_t t = 0; t < n_tokens; ++t) y[t * w.rows + r] = 0.0f;
+      const uint8_t* row = static_cast<const uint8_t*>(w.data) + r * row_bytes;
+      add_row<decoders::F16, uint16_t>({row, x_half, w.cols, y + r, w.rows, w.cols / 8, nullptr, 0}, n_tokens);
+    }
 }
 
 }  // namespace

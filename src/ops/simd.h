@@ -43,6 +43,10 @@ inline void f8_store(float* p, F8 a) { _mm256_storeu_ps(p, a.v); }
 inline F8 f8_load_fp16(const uint8_t* p) {
   return {_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)))};
 }
+// Rounds to nearest even (as f32_to_fp16_inline does in portable code).
+inline void f8_store_fp16(uint16_t* p, F8 a) {
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm256_cvtps_ph(a.v, _MM_FROUND_TO_NEAREST_INT));
+}
 inline F8 f8_load_bf16(const uint8_t* p) {
   const __m256i wide = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
   return {_mm256_castsi256_ps(_mm256_slli_epi32(wide, 16))};
@@ -130,6 +134,9 @@ inline F8 f8_load(const float* p) { return f8_map([p](int i) { return p[i]; }); 
 inline void f8_store(float* p, F8 a) { std::memcpy(p, a.v, sizeof a.v); }
 inline F8 f8_load_fp16(const uint8_t* p) {
   return f8_map([p](int i) { return fp16_to_f32_inline(load_u16(p + 2 * i)); });
+}
+inline void f8_store_fp16(uint16_t* p, F8 a) {
+  for (int i = 0; i < 8; ++i) p[i] = f32_to_fp16_inline(a.v[i]);
 }
 inline F8 f8_load_bf16(const uint8_t* p) {
   return f8_map([p](int i) {

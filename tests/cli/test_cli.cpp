@@ -88,7 +88,7 @@ TEST(Cli, FastPrecisionFlagSwitchesDecodeProductsToIntegerKernels) {
   ASSERT_FALSE(exact.empty());
   EXPECT_EQ(named, exact);
   ASSERT_EQ(fast.size(), exact.size());
-  EXPECT_NE(fast, exact);  // 8-bit activations round differently...
+  EXPECT_NE(fast, exact);  // 8-bit (or fp16) activations round differently...
   float scale = 0.0f, diff = 0.0f;
   for (std::size_t i = 0; i < exact.size(); ++i) {
     scale = std::max(scale, std::abs(exact[i]));

@@ -103,10 +103,10 @@ TEST_P(ArchGolden, PromptLogitsMatchLlamaCppAndFloat64Reference) {
               entry_["numpy_tolerance_for_f32_engines"].get<double>());
 }
 
-// The opt-in integer decode path (8-bit activations, MatmulPrecision::Fast) changes the numerics
-// the way llama.cpp's own kernels do: one token per forward pass, so that every product takes it,
-// it must stay within the tolerance the golden files give llama.cpp.
-// Instantiated for the types with an integer kernel only.
+// MatmulPrecision::Fast's decode path (8-bit activations and integer kernels for the quantised
+// types, fp16 activations for F16) changes the numerics the way llama.cpp's own kernels do: one
+// token per forward pass, so that every product takes it, it must stay within the tolerance the
+// golden files give llama.cpp. Instantiated for the types with a fast path only.
 class ArchGoldenFast : public ArchGolden {};
 
 TEST_P(ArchGoldenFast, FastDecodePathStaysWithinLlamaCppTolerance) {
@@ -122,7 +122,7 @@ TEST_P(ArchGoldenFast, FastDecodePathStaysWithinLlamaCppTolerance) {
   const Diff vs_llamacpp = compare(fast, llamacpp), vs_exact = compare(fast, exact);
   EXPECT_LE(vs_llamacpp.max_abs, entry_["tolerance"].get<double>());
   EXPECT_LE(vs_llamacpp.rms, entry_["rms_tolerance"].get<double>());
-  EXPECT_GT(vs_exact.max_abs, 0.0) << "the integer path was not taken";
+  EXPECT_GT(vs_exact.max_abs, 0.0) << "the fast path was not taken";
   std::printf("%s %s fast path: max|Δ| vs llama.cpp %.3g (tol %.3g), vs our exact path %.3g\n",
               GetParam().model.c_str(), type.c_str(), vs_llamacpp.max_abs, entry_["tolerance"].get<double>(),
               vs_exact.max_abs);
@@ -190,13 +190,13 @@ std::vector<ArchCase> all_cases() {
 
 INSTANTIATE_TEST_SUITE_P(AllModelsAllTypes, ArchGolden, ::testing::ValuesIn(all_cases()), case_name);
 
-std::vector<ArchCase> integer_kernel_cases() {
+std::vector<ArchCase> fast_path_cases() {
   std::vector<ArchCase> cases;
   for (const char* model : {"llama3-tiny", "qwen2-tiny", "qwen3-tiny"})
-    for (const char* type : {"Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q4_K_M", "Q5_K_M", "Q6_K"}) cases.push_back({model, type});
+    for (const char* type : {"F16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q4_K_M", "Q5_K_M", "Q6_K"}) cases.push_back({model, type});
   return cases;
 }
-INSTANTIATE_TEST_SUITE_P(IntegerKernelTypes, ArchGoldenFast, ::testing::ValuesIn(integer_kernel_cases()), case_name);
+INSTANTIATE_TEST_SUITE_P(FastPathTypes, ArchGoldenFast, ::testing::ValuesIn(fast_path_cases()), case_name);
 
 }  // namespace
 }  // namespace mkv

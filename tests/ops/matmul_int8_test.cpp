@@ -1,6 +1,7 @@
-// The integer decode path (8-bit activations x integer weight codes) against float64 references:
-// exact up to float rounding once the activations are the quantised ones, and within the
-// activation-rounding bound of the true product, under every kernel variant the host runs.
+// MatmulPrecision::Fast against float64 references, under every kernel variant the host runs: the
+// integer path (8-bit activations x integer weight codes) exact up to float rounding once the
+// activations are the quantised ones, and within the activation-rounding bound of the true
+// product; F16 weights' fp16 activations likewise.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -123,7 +124,7 @@ TEST_P(Int8Type, WithinTheActivationRoundingBoundOfTheExactProduct) {
 INSTANTIATE_TEST_SUITE_P(QuantisedTypes, Int8Type, ::testing::ValuesIn(kInt8Types),
                          [](const auto& info) { return std::string(ggml_type_info(info.param).name); });
 
-TEST(MatmulPrecision, ExactIsTheDefaultAndUnsupportedTypesKeepTheFloatKernel) {
+TEST(MatmulPrecision, ExactIsTheDefaultAndTypesWithoutAFastPathKeepTheFloatKernel) {
   EXPECT_EQ(matmul_precision(), MatmulPrecision::Exact);  // unless MOMENTKV_PRECISION=fast
   for (GgmlType type : {GgmlType::Q8_0, GgmlType::F16, GgmlType::BF16}) {
     Problem p(type, 64, 512, 1, 3);
@@ -134,12 +135,23 @@ TEST(MatmulPrecision, ExactIsTheDefaultAndUnsupportedTypesKeepTheFloatKernel) {
       matmul(p.w, p.x.data(), 1, fast.data());
     }
     EXPECT_EQ(matmul_int8_supported(type), type == GgmlType::Q8_0);
-    if (!matmul_int8_supported(type)) {
+    if (type == GgmlType::BF16) {
       EXPECT_EQ(exact, fast);
+    } else {
+      EXPECT_NE(exact, fast) << ggml_type_info(type).name;  // 8-bit or fp16 activations
     }
   }
   // Prefill-sized batches (more than kInt8MaxTokens tokens) of the types without an integer GEMM
-  // keep the float kernel in Fast precision; Q8_0 and Q4_K take the GEMM.
+  // keep the float kernel in Fast precision; Q8_0 and Q4_K take the GEMM. So do F16 batches of
+  // more than kRowDotMaxTokens tokens.
+  {
+    Problem p(GgmlType::F16, 32, 256, kRowDotMaxTokens + 1, 4);
+    std::vector<float> exact(p.x.size() / 256 * 32), fast(exact.size());
+    matmul(p.w, p.x.data(), p.n_tokens, exact.data());
+    PrecisionGuard g(MatmulPrecision::Fast);
+    matmul(p.w, p.x.data(), p.n_tokens, fast.data());
+    EXPECT_EQ(exact, fast);
+  }
   constexpr int64_t kPrefill = kInt8MaxTokens + 1;
   for (GgmlType type : {GgmlType::Q4_0, GgmlType::Q6_K, GgmlType::Q8_0, GgmlType::Q4_K}) {
     Problem p(type, 32, 256, kPrefill, 4);
@@ -160,6 +172,16 @@ TEST(MatmulPrecision, ExactIsTheDefaultAndUnsupportedTypesKeepTheFloatKernel) {
 
 TEST(MatmulPrecision, FastBatchesGiveEachTokenWhatItGetsAlone) {
   PrecisionGuard g(MatmulPrecision::Fast);
+  for (int64_t n : {int64_t{7}, int64_t{kRowDotMaxTokens}}) {  // F16: fp16 activations up to kRowDotMaxTokens
+    Problem p(GgmlType::F16, 24, 512, n, 5);
+    EXPECT_EQ(row_invariant_tokens(p.w), kRowDotMaxTokens);
+    std::vector<float> batch(n * 24), alone(24);
+    matmul(p.w, p.x.data(), n, batch.data());
+    for (int64_t t = 0; t < n; ++t) {
+      matmul(p.w, p.x.data() + t * 512, 1, alone.data());
+      EXPECT_EQ(0, std::memcmp(alone.data(), batch.data() + t * 24, sizeof(float) * 24)) << "F16, token " << t;
+    }
+  }
   for (GgmlType type : {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1,
                         GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K}) {
     // 7 tokens: a whole tile of kInt8TileTokens and three lone tokens; up to kInt8MaxTokens.
@@ -174,6 +196,29 @@ TEST(MatmulPrecision, FastBatchesGiveEachTokenWhatItGetsAlone) {
             << ggml_type_info(type).name << ", " << n << " tokens, token " << t;
       }
     }
+  }
+}
+
+TEST(MatmulPrecision, FastF16EqualsTheFloat64ProductWithFp16Activations) {
+  PrecisionGuard g(MatmulPrecision::Fast);
+  for (const auto& [rows, cols, tokens] : {std::tuple{7, 16, 1}, std::tuple{67, 2048, 3},
+                                           std::tuple{130, 520, int(kRowDotMaxTokens)}}) {
+    Problem p(GgmlType::F16, rows, cols, tokens, 21);
+    p.x[5] = 1.0f + 0x1p-13f;  // halfway between two fp16 values: rounds to even (1.0)
+    test::for_each_cpu_variant([&](CpuVariant) {
+      std::vector<float> y(tokens * rows);
+      matmul(p.w, p.x.data(), tokens, y.data());
+      for (int64_t t = 0; t < tokens; ++t)
+        for (int64_t r = 0; r < rows; ++r) {
+          double ref = 0.0, mag = 0.0;
+          for (int64_t c = 0; c < cols; ++c) {
+            const double xv = fp16_to_f32(f32_to_fp16(p.x[t * cols + c]));
+            ref += static_cast<double>(p.w_deq[r * cols + c]) * xv;
+            mag += std::fabs(static_cast<double>(p.w_deq[r * cols + c]) * xv);
+          }
+          ASSERT_NEAR(y[t * rows + r], ref, 1e-6 * mag + 1e-7) << "row " << r << " token " << t;
+        }
+    });
   }
 }
 
