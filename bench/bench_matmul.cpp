@@ -54,7 +54,8 @@ void BM_Matmul(benchmark::State& state, mkv::GgmlType type) {
                                                benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
 }
 
-// The same decode GEMV with 8-bit activations (MatmulPrecision::Fast) for the integer-path types.
+// The same decode GEMV in MatmulPrecision::Fast: 8-bit activations for the integer-path types, fp16
+// ones for F16.
 void BM_MatmulFast(benchmark::State& state, mkv::GgmlType type) {
   mkv::set_matmul_precision(mkv::MatmulPrecision::Fast);
   BM_Matmul(state, type);
@@ -69,6 +70,9 @@ MKV_MATMUL_FAST_BENCH(Q4_0);
 MKV_MATMUL_FAST_BENCH(Q4_1);
 MKV_MATMUL_FAST_BENCH(Q5_0);
 MKV_MATMUL_FAST_BENCH(Q5_1);
+MKV_MATMUL_FAST_BENCH(Q4_K);
+MKV_MATMUL_FAST_BENCH(Q6_K);
+MKV_MATMUL_FAST_BENCH(F16);
 
 #define MKV_MATMUL_BENCH(type) \
   BENCHMARK_CAPTURE(BM_Matmul, type, mkv::GgmlType::type)->Arg(1)->Arg(64)->Arg(512)->UseRealTime()->Unit(benchmark::kMillisecond)
