@@ -30,8 +30,8 @@ float* sums_scratch(int64_t n_tokens, int64_t cols) {
   return sums.data();
 }
 
-// In Fast precision, decode-sized batches of the quantised types take 8-bit activations and integer dot products, and
-// prefill-sized ones of the types with an integer GEMM take that.
+// In Fast precision, decode-sized batches of the quantised types take 8-bit activations and
+// integer dot products, and prefill-sized ones of the types with an integer GEMM take that.
 bool takes_int8_path(const WeightMatrix& w, int64_t n_tokens) {
   if (matmul_precision() != MatmulPrecision::Fast || !matmul_int8_supported(w.type)) return false;
   return n_tokens <= kInt8MaxTokens || matmul_int8_gemm_supported(w.type);
