@@ -38,9 +38,11 @@ bool takes_int8_path(const WeightMatrix& w, int64_t n_tokens) {
 }
 
 // In Fast precision, decode-sized products of F16 weights take fp16 activations (llama.cpp's
-// numerics for them); prefill-sized ones keep the float GEMM, which is compute-bound.
+// numerics for them); prefill-sized ones keep the float GEMM, which is compute-bound, and so do
+// matrices whose rows are not whole 8-value groups (the fp16 kernel has no tail columns).
 bool takes_f16_activations(const WeightMatrix& w, int64_t n_tokens) {
-  return matmul_precision() == MatmulPrecision::Fast && w.type == GgmlType::F16 && n_tokens <= kRowDotMaxTokens;
+  return matmul_precision() == MatmulPrecision::Fast && w.type == GgmlType::F16 && n_tokens <= kRowDotMaxTokens &&
+         w.cols % 8 == 0;
 }
 
 // matmul_f16_fast's scratch: the fp16 activations, owned by the calling thread and reused.

@@ -331,10 +331,11 @@ void matmul_float(const WeightMatrix& w, const float* x, int64_t n_tokens, float
   });
 }
 
-// MatmulPrecision::Fast for F16 weights and decode-sized products (n_tokens <= kRowDotMaxTokens):
-// x is rounded to fp16 into x_half (n_tokens x cols, the calling thread's scratch), and the row
-// dots read those (as llama.cpp's F16 kernels do): half the activation bytes per weight, which
-// keeps a whole row's activations in L1 next to the weight stream.
+// MatmulPrecision::Fast for F16 weights (cols a multiple of 8) and decode-sized products
+// (n_tokens <= kRowDotMaxTokens): x is rounded to fp16 into x_half (n_tokens x cols, the calling
+// thread's scratch), and the row dots read those (as llama.cpp's F16 kernels do): half the
+// activation bytes per weight, which keeps a whole row's activations in L1 next to the weight
+// stream.
 void matmul_f16_fast(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, uint16_t* x_half) {
   for (int64_t i = 0; i < n_tokens * w.cols; i += 8) simd::f8_store_fp16(x_half + i, simd::f8_load(x + i));
   const std::size_t row_bytes = ggml_row_bytes(w.type, w.cols);

@@ -152,6 +152,15 @@ TEST(MatmulPrecision, ExactIsTheDefaultAndTypesWithoutAFastPathKeepTheFloatKerne
     matmul(p.w, p.x.data(), p.n_tokens, fast.data());
     EXPECT_EQ(exact, fast);
   }
+  // So do F16 rows that are not whole 8-value groups (valid: F16's block size is 1).
+  {
+    Problem p(GgmlType::F16, 5, 12, 1, 6);
+    std::vector<float> exact(5), fast(5);
+    matmul(p.w, p.x.data(), 1, exact.data());
+    PrecisionGuard g(MatmulPrecision::Fast);
+    matmul(p.w, p.x.data(), 1, fast.data());
+    EXPECT_EQ(exact, fast);
+  }
   constexpr int64_t kPrefill = kInt8MaxTokens + 1;
   for (GgmlType type : {GgmlType::Q4_0, GgmlType::Q6_K, GgmlType::Q8_0, GgmlType::Q4_K}) {
     Problem p(type, 32, 256, kPrefill, 4);
