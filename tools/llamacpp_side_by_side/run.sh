@@ -14,8 +14,8 @@
 # Environment: REPS (repetitions per engine and round, default 3), MOMENTKV_BIN (default
 # build/momentkv), LLAMA_BENCH_FLAGS (extra llama-bench flags,
 # e.g. "-fa 1"), MOMENTKV_CACHE (cache root, default ~/.cache/momentkv).
-# Output: one line per engine and round, "ENGINE TEST t/s ± sd", then the median of each engine
-# and their ratio (momentkv / llama.cpp).
+# Output: one line per engine and round, "ENGINE TEST t/s ± sd", then the median of each engine,
+# their ratio (momentkv / llama.cpp), and the median and range of the rounds' ratios.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -83,8 +83,10 @@ for line in open(sys.argv[1]):
     engine, _, ts = line.split()[:3]
     runs.setdefault(engine, []).append(float(ts))
 med = {e: statistics.median(v) for e, v in runs.items()}
+# Each round's ratio pairs two runs minutes apart; on a host whose memory speed drifts, their
+# median is steadier than the ratio of the two engines' medians.
+ratios = [m / l for m, l in zip(runs['momentkv'], runs['llama.cpp'])]
 print(f"median: llama.cpp {med['llama.cpp']:.2f}, momentkv {med['momentkv']:.2f} t/s; "
-      f"momentkv / llama.cpp = {med['momentkv'] / med['llama.cpp']:.2f}x "
-      f"(range of round ratios {min(m / l for m, l in zip(runs['momentkv'], runs['llama.cpp'])):.2f}-"
-      f"{max(m / l for m, l in zip(runs['momentkv'], runs['llama.cpp'])):.2f})")
+      f"momentkv / llama.cpp = {med['momentkv'] / med['llama.cpp']:.2f}x; "
+      f"median of round ratios {statistics.median(ratios):.2f}x (range {min(ratios):.2f}-{max(ratios):.2f})")
 EOF
