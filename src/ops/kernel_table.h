@@ -20,10 +20,10 @@ struct KernelTable {
   // >= 1, cols a multiple of the block size). sums: scratch of at least n_tokens * cols / 16 floats
   // owned by the calling thread (the sub-block sums of x, for the types with offsets).
   void (*matmul_float)(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, float* sums);
-  // The same product for F16 weights, cols a multiple of 8 and n_tokens <= kRowDotMaxTokens, with x
-  // rounded to fp16 first (MatmulPrecision::Fast); x_half: scratch of n_tokens * cols values owned
-  // by the calling thread.
-  void (*matmul_f16_fast)(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, uint16_t* x_half);
+  // The same product for F16 or BF16 weights, cols a multiple of 8 and n_tokens <= kRowDotMaxTokens,
+  // with x rounded to the weights' format first (MatmulPrecision::Fast); x_half: scratch of n_tokens
+  // * cols values owned by the calling thread.
+  void (*matmul_half_fast)(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, uint16_t* x_half);
   // y = W x with quantised activations (int8_operands.h); w is a type matmul_int8_supported()
   // accepts, checked.
   void (*matmul_int8)(const WeightMatrix& w, const Int8Activations& x, int64_t n_tokens, float* y);

@@ -12,7 +12,7 @@ namespace mkv::kernels::inline MKV_SIMD_NS {
 namespace {
 
 constexpr CpuVariant kVariant = MKV_SIMD == 3 ? CpuVariant::Avx512 : MKV_SIMD == 2 ? CpuVariant::Avx2 : CpuVariant::Scalar;
-constexpr KernelTable kTable{kVariant, &matmul_float, &matmul_f16_fast, &matmul_int8, &int8_gemm_rows};
+constexpr KernelTable kTable{kVariant, &matmul_float, &matmul_half_fast, &matmul_int8, &int8_gemm_rows};
 
 }  // namespace
 }  // namespace mkv::kernels::inline MKV_SIMD_NS

@@ -37,15 +37,15 @@ bool takes_int8_path(const WeightMatrix& w, int64_t n_tokens) {
   return n_tokens <= kInt8MaxTokens || matmul_int8_gemm_supported(w.type);
 }
 
-// In Fast precision, decode-sized products of F16 weights take fp16 activations (llama.cpp's
-// numerics for them); prefill-sized ones keep the float GEMM, which is compute-bound, and so do
-// matrices whose rows are not whole 8-value groups (the fp16 kernel has no tail columns).
-bool takes_f16_activations(const WeightMatrix& w, int64_t n_tokens) {
-  return matmul_precision() == MatmulPrecision::Fast && w.type == GgmlType::F16 && n_tokens <= kRowDotMaxTokens &&
-         w.cols % 8 == 0;
+// In Fast precision, decode-sized products of F16 / BF16 weights take fp16 / bf16 activations
+// (llama.cpp's numerics for them); prefill-sized ones keep the float GEMM, which is compute-bound,
+// and so do matrices whose rows are not whole 8-value groups (the half kernel has no tail columns).
+bool takes_half_activations(const WeightMatrix& w, int64_t n_tokens) {
+  return matmul_precision() == MatmulPrecision::Fast && (w.type == GgmlType::F16 || w.type == GgmlType::BF16) &&
+         n_tokens <= kRowDotMaxTokens && w.cols % 8 == 0;
 }
 
-// matmul_f16_fast's scratch: the fp16 activations, owned by the calling thread and reused.
+// matmul_half_fast's scratch: the rounded activations, owned by the calling thread and reused.
 uint16_t* half_scratch(int64_t n_tokens, int64_t cols) {
   thread_local std::vector<uint16_t> half;
   const auto needed = static_cast<std::size_t>(n_tokens * cols);
@@ -59,8 +59,8 @@ void matmul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y) {
   check_matrix(w);
   if (w.rows == 0 || n_tokens <= 0) return;
   if (takes_int8_path(w, n_tokens)) return matmul_int8(w, x, n_tokens, y);
-  if (takes_f16_activations(w, n_tokens))
-    return kernel_table().matmul_f16_fast(w, x, n_tokens, y, half_scratch(n_tokens, w.cols));
+  if (takes_half_activations(w, n_tokens))
+    return kernel_table().matmul_half_fast(w, x, n_tokens, y, half_scratch(n_tokens, w.cols));
   kernel_table().matmul_float(w, x, n_tokens, y, sums_scratch(n_tokens, w.cols));
 }
 

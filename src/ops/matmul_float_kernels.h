@@ -1,12 +1,12 @@
 // The float matrix kernels, compiled once per kernel variant (private to src/ops): included only by
 // kernels_scalar.cpp, kernels_avx2.cpp and kernels_avx512.cpp, which set MKV_SIMD (simd_level.h).
 // Everything here is in mkv::kernels::MKV_SIMD_NS, in an unnamed namespace: each variant file
-// gets its own copy. Entry points: matmul_float() and matmul_f16_fast() (the KernelTable signatures).
+// gets its own copy. Entry points: matmul_float() and matmul_half_fast() (the KernelTable signatures).
 //
 // One generic kernel for every weight type. Weight blocks are decoded on the fly
-// (block_decoders.h) into 8-float vectors that feed FMAs against float32 activations, or fp16 ones
-// (matmul_f16_fast: MatmulPrecision::Fast for F16 weights; Fast sends decode-sized products of the
-// integer-friendly types to the integer kernels instead).
+// (block_decoders.h) into 8-float vectors that feed FMAs against float32 activations, or fp16 / bf16
+// ones (matmul_half_fast: MatmulPrecision::Fast for F16 / BF16 weights; Fast sends decode-sized
+// products of the integer-friendly types to the integer kernels instead).
 //
 // Blocking: the output (n_tokens x rows) is split into work items of up to kItemTokens tokens x
 // kItemRows rows, shared among threads.
@@ -56,7 +56,7 @@ struct Item {
 };
 
 // One weight row against some tokens, all positioned at the first column. Act: the activations'
-// storage, float32 or fp16 (uint16_t bits; matmul_f16_fast).
+// storage, float32, fp16 (uint16_t bits) or bf16 (Bf16Bits; both from matmul_half_fast).
 template <typename Act>
 struct RowOperands {
   const uint8_t* w;       // the weight row
@@ -69,8 +69,14 @@ struct RowOperands {
   int64_t x_sums_stride;  // floats from one token's sums to the next
 };
 
+// bf16 activation bits: a type of their own, so that load_activations tells them from fp16 bits.
+struct Bf16Bits {
+  uint16_t bits;
+};
+
 inline F8 load_activations(const float* x) { return simd::f8_load(x); }
 inline F8 load_activations(const uint16_t* x) { return simd::f8_load_fp16(reinterpret_cast<const uint8_t*>(x)); }
+inline F8 load_activations(const Bf16Bits* x) { return simd::f8_load_bf16(reinterpret_cast<const uint8_t*>(x)); }
 
 // y[t] += dot(weight row, token t) for T tokens. Each token sums into kChains independent
 // accumulators (8-wide group i of the row goes to chain i % kChains): with one accumulator, a
@@ -331,13 +337,17 @@ void matmul_float(const WeightMatrix& w, const float* x, int64_t n_tokens, float
   });
 }
 
-// MatmulPrecision::Fast for F16 weights (cols a multiple of 8) and decode-sized products
-// (n_tokens <= kRowDotMaxTokens): x is rounded to fp16 into x_half (n_tokens x cols, the calling
-// thread's scratch), and the row dots read those (as llama.cpp's F16 kernels do): half the
-// activation bytes per weight, which keeps a whole row's activations in L1 next to the weight
-// stream.
-void matmul_f16_fast(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, uint16_t* x_half) {
-  for (int64_t i = 0; i < n_tokens * w.cols; i += 8) simd::f8_store_fp16(x_half + i, simd::f8_load(x + i));
+// MatmulPrecision::Fast for F16 and BF16 weights (cols a multiple of 8) and decode-sized products
+// (n_tokens <= kRowDotMaxTokens): x is rounded to the weights' format into x_half (n_tokens x cols,
+// the calling thread's scratch), and the row dots read those (as llama.cpp's F16 and BF16 kernels
+// do): half the activation bytes per weight, which keeps a whole row's activations in L1 next to
+// the weight stream.
+void matmul_half_fast(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, uint16_t* x_half) {
+  const bool bf16 = w.type == GgmlType::BF16;  // else F16
+  for (int64_t i = 0; i < n_tokens * w.cols; i += 8) {
+    if (bf16) simd::f8_store_bf16(x_half + i, simd::f8_load(x + i));
+    else simd::f8_store_fp16(x_half + i, simd::f8_load(x + i));
+  }
   const std::size_t row_bytes = ggml_row_bytes(w.type, w.cols);
   const int64_t n_items = (w.rows + kItemRows - 1) / kItemRows;
   const bool parallel = n_items > 1 && w.rows * w.cols * n_tokens >= kMinParallelMacs;
@@ -346,7 +356,11 @@ void matmul_f16_fast(const WeightMatrix& w, const float* x, int64_t n_tokens, fl
     for (int64_t r = i * kItemRows; r < std::min(w.rows, (i + 1) * kItemRows); ++r) {
       for (int64_t t = 0; t < n_tokens; ++t) y[t * w.rows + r] = 0.0f;
       const uint8_t* row = static_cast<const uint8_t*>(w.data) + r * row_bytes;
-      add_row<decoders::F16, uint16_t>({row, x_half, w.cols, y + r, w.rows, w.cols / 8, nullptr, 0}, n_tokens);
+      if (bf16)
+        add_row<decoders::BF16, Bf16Bits>(
+            {row, reinterpret_cast<const Bf16Bits*>(x_half), w.cols, y + r, w.rows, w.cols / 8, nullptr, 0}, n_tokens);
+      else
+        add_row<decoders::F16, uint16_t>({row, x_half, w.cols, y + r, w.rows, w.cols / 8, nullptr, 0}, n_tokens);
     }
 }
 

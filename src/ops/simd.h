@@ -47,6 +47,17 @@ inline F8 f8_load_fp16(const uint8_t* p) {
 inline void f8_store_fp16(uint16_t* p, F8 a) {
   _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm256_cvtps_ph(a.v, _MM_FROUND_TO_NEAREST_INT));
 }
+// Rounds to nearest even, NaNs kept quiet (as f32_to_bf16_inline does in portable code).
+inline void f8_store_bf16(uint16_t* p, F8 a) {
+  const __m256i u = _mm256_castps_si256(a.v);
+  const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
+  const __m256i rounded = _mm256_srli_epi32(_mm256_add_epi32(u, _mm256_add_epi32(_mm256_set1_epi32(0x7fff), lsb)), 16);
+  const __m256i quiet_nan = _mm256_or_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(0x40));
+  const __m256i is_nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, _mm256_set1_epi32(0x7fffffff)), _mm256_set1_epi32(0x7f800000));
+  const __m256i bits = _mm256_blendv_epi8(rounded, quiet_nan, is_nan);  // each lane < 2^16
+  const __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi32(bits, bits), 0x08);  // lanes 0-3, 4-7
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm256_castsi256_si128(packed));
+}
 inline F8 f8_load_bf16(const uint8_t* p) {
   const __m256i wide = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
   return {_mm256_castsi256_ps(_mm256_slli_epi32(wide, 16))};
@@ -137,6 +148,9 @@ inline F8 f8_load_fp16(const uint8_t* p) {
 }
 inline void f8_store_fp16(uint16_t* p, F8 a) {
   for (int i = 0; i < 8; ++i) p[i] = f32_to_fp16_inline(a.v[i]);
+}
+inline void f8_store_bf16(uint16_t* p, F8 a) {
+  for (int i = 0; i < 8; ++i) p[i] = f32_to_bf16_inline(a.v[i]);
 }
 inline F8 f8_load_bf16(const uint8_t* p) {
   return f8_map([p](int i) {

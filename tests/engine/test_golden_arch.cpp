@@ -104,9 +104,9 @@ TEST_P(ArchGolden, PromptLogitsMatchLlamaCppAndFloat64Reference) {
 }
 
 // MatmulPrecision::Fast's decode path (8-bit activations and integer kernels for the quantised
-// types, fp16 activations for F16) changes the numerics the way llama.cpp's own kernels do: one
-// token per forward pass, so that every product takes it, it must stay within the tolerance the
-// golden files give llama.cpp. Instantiated for the types with a fast path only.
+// types, fp16 / bf16 activations for F16 / BF16) changes the numerics the way llama.cpp's own
+// kernels do: one token per forward pass, so that every product takes it, it must stay within the
+// tolerance the golden files give llama.cpp. Instantiated for the types with a fast path only.
 class ArchGoldenFast : public ArchGolden {};
 
 TEST_P(ArchGoldenFast, FastDecodePathStaysWithinLlamaCppTolerance) {
@@ -193,7 +193,7 @@ INSTANTIATE_TEST_SUITE_P(AllModelsAllTypes, ArchGolden, ::testing::ValuesIn(all_
 std::vector<ArchCase> fast_path_cases() {
   std::vector<ArchCase> cases;
   for (const char* model : {"llama3-tiny", "qwen2-tiny", "qwen3-tiny"})
-    for (const char* type : {"F16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q4_K_M", "Q5_K_M", "Q6_K"}) cases.push_back({model, type});
+    for (const char* type : {"F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q4_K_M", "Q5_K_M", "Q6_K"}) cases.push_back({model, type});
   return cases;
 }
 INSTANTIATE_TEST_SUITE_P(FastPathTypes, ArchGoldenFast, ::testing::ValuesIn(fast_path_cases()), case_name);

@@ -1,7 +1,7 @@
 // MatmulPrecision::Fast against float64 references, under every kernel variant the host runs: the
 // integer path (8-bit activations x integer weight codes) exact up to float rounding once the
 // activations are the quantised ones, and within the activation-rounding bound of the true
-// product; F16 weights' fp16 activations likewise.
+// product; F16 and BF16 weights' fp16 / bf16 activations likewise.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -126,7 +126,7 @@ INSTANTIATE_TEST_SUITE_P(QuantisedTypes, Int8Type, ::testing::ValuesIn(kInt8Type
 
 TEST(MatmulPrecision, ExactIsTheDefaultAndTypesWithoutAFastPathKeepTheFloatKernel) {
   EXPECT_EQ(matmul_precision(), MatmulPrecision::Exact);  // unless MOMENTKV_PRECISION=fast
-  for (GgmlType type : {GgmlType::Q8_0, GgmlType::F16, GgmlType::BF16}) {
+  for (GgmlType type : {GgmlType::Q8_0, GgmlType::F16, GgmlType::BF16, GgmlType::F32}) {
     Problem p(type, 64, 512, 1, 3);
     std::vector<float> exact(64), fast(64);
     matmul(p.w, p.x.data(), 1, exact.data());
@@ -135,31 +135,25 @@ TEST(MatmulPrecision, ExactIsTheDefaultAndTypesWithoutAFastPathKeepTheFloatKerne
       matmul(p.w, p.x.data(), 1, fast.data());
     }
     EXPECT_EQ(matmul_int8_supported(type), type == GgmlType::Q8_0);
-    if (type == GgmlType::BF16) {
+    if (type == GgmlType::F32) {
       EXPECT_EQ(exact, fast);
     } else {
-      EXPECT_NE(exact, fast) << ggml_type_info(type).name;  // 8-bit or fp16 activations
+      EXPECT_NE(exact, fast) << ggml_type_info(type).name;  // 8-bit, fp16 or bf16 activations
     }
   }
   // Prefill-sized batches (more than kInt8MaxTokens tokens) of the types without an integer GEMM
-  // keep the float kernel in Fast precision; Q8_0 and Q4_K take the GEMM. So do F16 batches of
-  // more than kRowDotMaxTokens tokens.
-  {
-    Problem p(GgmlType::F16, 32, 256, kRowDotMaxTokens + 1, 4);
-    std::vector<float> exact(p.x.size() / 256 * 32), fast(exact.size());
-    matmul(p.w, p.x.data(), p.n_tokens, exact.data());
-    PrecisionGuard g(MatmulPrecision::Fast);
-    matmul(p.w, p.x.data(), p.n_tokens, fast.data());
-    EXPECT_EQ(exact, fast);
-  }
-  // So do F16 rows that are not whole 8-value groups (valid: F16's block size is 1).
-  {
-    Problem p(GgmlType::F16, 5, 12, 1, 6);
-    std::vector<float> exact(5), fast(5);
-    matmul(p.w, p.x.data(), 1, exact.data());
-    PrecisionGuard g(MatmulPrecision::Fast);
-    matmul(p.w, p.x.data(), 1, fast.data());
-    EXPECT_EQ(exact, fast);
+  // keep the float kernel in Fast precision; Q8_0 and Q4_K take the GEMM. So do F16 and BF16
+  // batches of more than kRowDotMaxTokens tokens, and their rows that are not whole 8-value groups
+  // (valid: their block size is 1).
+  for (GgmlType type : {GgmlType::F16, GgmlType::BF16}) {
+    for (const auto& [rows, cols, tokens] : {std::tuple{32, 256, int(kRowDotMaxTokens) + 1}, std::tuple{5, 12, 1}}) {
+      Problem p(type, rows, cols, tokens, 4);
+      std::vector<float> exact(tokens * rows), fast(exact.size());
+      matmul(p.w, p.x.data(), tokens, exact.data());
+      PrecisionGuard g(MatmulPrecision::Fast);
+      matmul(p.w, p.x.data(), tokens, fast.data());
+      EXPECT_EQ(exact, fast) << ggml_type_info(type).name << ", " << cols << " columns";
+    }
   }
   constexpr int64_t kPrefill = kInt8MaxTokens + 1;
   for (GgmlType type : {GgmlType::Q4_0, GgmlType::Q6_K, GgmlType::Q8_0, GgmlType::Q4_K}) {
@@ -181,16 +175,18 @@ TEST(MatmulPrecision, ExactIsTheDefaultAndTypesWithoutAFastPathKeepTheFloatKerne
 
 TEST(MatmulPrecision, FastBatchesGiveEachTokenWhatItGetsAlone) {
   PrecisionGuard g(MatmulPrecision::Fast);
-  for (int64_t n : {int64_t{7}, int64_t{kRowDotMaxTokens}}) {  // F16: fp16 activations up to kRowDotMaxTokens
-    Problem p(GgmlType::F16, 24, 512, n, 5);
-    EXPECT_EQ(row_invariant_tokens(p.w), kRowDotMaxTokens);
-    std::vector<float> batch(n * 24), alone(24);
-    matmul(p.w, p.x.data(), n, batch.data());
-    for (int64_t t = 0; t < n; ++t) {
-      matmul(p.w, p.x.data() + t * 512, 1, alone.data());
-      EXPECT_EQ(0, std::memcmp(alone.data(), batch.data() + t * 24, sizeof(float) * 24)) << "F16, token " << t;
+  for (GgmlType type : {GgmlType::F16, GgmlType::BF16})  // half activations up to kRowDotMaxTokens
+    for (int64_t n : {int64_t{7}, int64_t{kRowDotMaxTokens}}) {
+      Problem p(type, 24, 512, n, 5);
+      EXPECT_EQ(row_invariant_tokens(p.w), kRowDotMaxTokens);
+      std::vector<float> batch(n * 24), alone(24);
+      matmul(p.w, p.x.data(), n, batch.data());
+      for (int64_t t = 0; t < n; ++t) {
+        matmul(p.w, p.x.data() + t * 512, 1, alone.data());
+        EXPECT_EQ(0, std::memcmp(alone.data(), batch.data() + t * 24, sizeof(float) * 24))
+            << ggml_type_info(type).name << ", token " << t;
+      }
     }
-  }
   for (GgmlType type : {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1,
                         GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K}) {
     // 7 tokens: a whole tile of kInt8TileTokens and three lone tokens; up to kInt8MaxTokens.
@@ -208,26 +204,33 @@ TEST(MatmulPrecision, FastBatchesGiveEachTokenWhatItGetsAlone) {
   }
 }
 
-TEST(MatmulPrecision, FastF16EqualsTheFloat64ProductWithFp16Activations) {
+TEST(MatmulPrecision, FastHalfTypesEqualTheFloat64ProductWithRoundedActivations) {
   PrecisionGuard g(MatmulPrecision::Fast);
-  for (const auto& [rows, cols, tokens] : {std::tuple{7, 16, 1}, std::tuple{67, 2048, 3},
-                                           std::tuple{130, 520, int(kRowDotMaxTokens)}}) {
-    Problem p(GgmlType::F16, rows, cols, tokens, 21);
-    p.x[5] = 1.0f + 0x1p-13f;  // halfway between two fp16 values: rounds to even (1.0)
-    test::for_each_cpu_variant([&](CpuVariant) {
-      std::vector<float> y(tokens * rows);
-      matmul(p.w, p.x.data(), tokens, y.data());
-      for (int64_t t = 0; t < tokens; ++t)
-        for (int64_t r = 0; r < rows; ++r) {
-          double ref = 0.0, mag = 0.0;
-          for (int64_t c = 0; c < cols; ++c) {
-            const double xv = fp16_to_f32(f32_to_fp16(p.x[t * cols + c]));
-            ref += static_cast<double>(p.w_deq[r * cols + c]) * xv;
-            mag += std::fabs(static_cast<double>(p.w_deq[r * cols + c]) * xv);
+  for (GgmlType type : {GgmlType::F16, GgmlType::BF16}) {
+    auto rounded = [type](float v) {
+      return type == GgmlType::F16 ? fp16_to_f32(f32_to_fp16(v)) : bf16_to_f32(f32_to_bf16(v));
+    };
+    for (const auto& [rows, cols, tokens] : {std::tuple{7, 16, 1}, std::tuple{67, 2048, 3},
+                                             std::tuple{130, 520, int(kRowDotMaxTokens)}}) {
+      Problem p(type, rows, cols, tokens, 21);
+      // Halfway between two representable values: rounds to even (1.0).
+      p.x[5] = type == GgmlType::F16 ? 1.0f + 0x1p-11f : 1.0f + 0x1p-8f;
+      test::for_each_cpu_variant([&](CpuVariant) {
+        std::vector<float> y(tokens * rows);
+        matmul(p.w, p.x.data(), tokens, y.data());
+        for (int64_t t = 0; t < tokens; ++t)
+          for (int64_t r = 0; r < rows; ++r) {
+            double ref = 0.0, mag = 0.0;
+            for (int64_t c = 0; c < cols; ++c) {
+              const double xv = rounded(p.x[t * cols + c]);
+              ref += static_cast<double>(p.w_deq[r * cols + c]) * xv;
+              mag += std::fabs(static_cast<double>(p.w_deq[r * cols + c]) * xv);
+            }
+            ASSERT_NEAR(y[t * rows + r], ref, 1e-6 * mag + 1e-7)
+                << ggml_type_info(type).name << " row " << r << " token " << t;
           }
-          ASSERT_NEAR(y[t * rows + r], ref, 1e-6 * mag + 1e-7) << "row " << r << " token " << t;
-        }
-    });
+      });
+    }
   }
 }
 
