@@ -175,24 +175,15 @@ TEST(MatmulPrecision, ExactIsTheDefaultAndTypesWithoutAFastPathKeepTheFloatKerne
 
 TEST(MatmulPrecision, FastBatchesGiveEachTokenWhatItGetsAlone) {
   PrecisionGuard g(MatmulPrecision::Fast);
-  for (GgmlType type : {GgmlType::F16, GgmlType::BF16})  // half activations up to kRowDotMaxTokens
-    for (int64_t n : {int64_t{7}, int64_t{kRowDotMaxTokens}}) {
+  for (GgmlType type : {GgmlType::F16, GgmlType::BF16, GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0,
+                        GgmlType::Q5_1, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K}) {
+    // Half activations (F16, BF16) up to kRowDotMaxTokens, the integer path up to kInt8MaxTokens;
+    // 7 tokens: whole tiles (kRowDotTileTokens, kInt8TileTokens) and lone tokens.
+    const bool half = type == GgmlType::F16 || type == GgmlType::BF16;
+    const int64_t most = half ? kRowDotMaxTokens : kInt8MaxTokens;
+    for (int64_t n : {int64_t{7}, most}) {
       Problem p(type, 24, 512, n, 5);
-      EXPECT_EQ(row_invariant_tokens(p.w), kRowDotMaxTokens);
-      std::vector<float> batch(n * 24), alone(24);
-      matmul(p.w, p.x.data(), n, batch.data());
-      for (int64_t t = 0; t < n; ++t) {
-        matmul(p.w, p.x.data() + t * 512, 1, alone.data());
-        EXPECT_EQ(0, std::memcmp(alone.data(), batch.data() + t * 24, sizeof(float) * 24))
-            << ggml_type_info(type).name << ", token " << t;
-      }
-    }
-  for (GgmlType type : {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1,
-                        GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K}) {
-    // 7 tokens: a whole tile of kInt8TileTokens and three lone tokens; up to kInt8MaxTokens.
-    for (int64_t n : {int64_t{7}, kInt8MaxTokens}) {
-      Problem p(type, 24, 512, n, 5);
-      EXPECT_EQ(row_invariant_tokens(p.w), kInt8MaxTokens);
+      EXPECT_EQ(row_invariant_tokens(p.w), most);
       std::vector<float> batch(n * 24), alone(24);
       matmul(p.w, p.x.data(), n, batch.data());
       for (int64_t t = 0; t < n; ++t) {
