@@ -21,14 +21,18 @@ void check_matrix(const WeightMatrix& w) {
             info.name, w.cols, info.block_size);
 }
 
-// The float kernels' scratch (KernelTable::matmul_float): n_tokens * cols / 16 floats, owned by
-// the calling thread and reused across products.
-float* sums_scratch(int64_t n_tokens, int64_t cols) {
-  thread_local std::vector<float> sums;
-  const auto needed = static_cast<std::size_t>(n_tokens * (cols / 16) + 1);
-  if (sums.size() < needed) sums.resize(needed);
-  return sums.data();
+// At least n values of scratch owned by the calling thread, one buffer per element type, reused
+// across products: the float kernels' sub-block sums (float) and matmul_half_fast's rounded
+// activations (uint16_t).
+template <typename T>
+T* thread_scratch(int64_t n) {
+  thread_local std::vector<T> buffer;
+  if (buffer.size() < static_cast<std::size_t>(n)) buffer.resize(n);
+  return buffer.data();
 }
+
+// KernelTable::matmul_float's scratch: n_tokens * cols / 16 floats.
+float* sums_scratch(int64_t n_tokens, int64_t cols) { return thread_scratch<float>(n_tokens * (cols / 16) + 1); }
 
 // In Fast precision, decode-sized batches of the quantised types take 8-bit activations and
 // integer dot products, and prefill-sized ones of the types with an integer GEMM take that.
@@ -45,14 +49,6 @@ bool takes_half_activations(const WeightMatrix& w, int64_t n_tokens) {
          n_tokens <= kRowDotMaxTokens && w.cols % 8 == 0;
 }
 
-// matmul_half_fast's scratch: the rounded activations, owned by the calling thread and reused.
-uint16_t* half_scratch(int64_t n_tokens, int64_t cols) {
-  thread_local std::vector<uint16_t> half;
-  const auto needed = static_cast<std::size_t>(n_tokens * cols);
-  if (half.size() < needed) half.resize(needed);
-  return half.data();
-}
-
 }  // namespace
 
 void matmul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y) {
@@ -60,7 +56,7 @@ void matmul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y) {
   if (w.rows == 0 || n_tokens <= 0) return;
   if (takes_int8_path(w, n_tokens)) return matmul_int8(w, x, n_tokens, y);
   if (takes_half_activations(w, n_tokens))
-    return kernel_table().matmul_half_fast(w, x, n_tokens, y, half_scratch(n_tokens, w.cols));
+    return kernel_table().matmul_half_fast(w, x, n_tokens, y, thread_scratch<uint16_t>(n_tokens * w.cols));
   kernel_table().matmul_float(w, x, n_tokens, y, sums_scratch(n_tokens, w.cols));
 }
 
