@@ -60,8 +60,8 @@ void add_cache_type_flag(CLI::App& cmd, std::string& cache_type) {
 void add_precision_flags(CLI::App& cmd, std::string& precision, const char* default_text) {
   cmd.add_option("--precision", precision,
                  fmt::format("matmul precision: exact | fast (8-bit activations x integer weight codes for decode, "
-                             "Q8_0/Q4_0/Q4_1/Q5_0/Q5_1/Q4_K/Q5_K/Q6_K weights; fp16 / bf16 activations for F16 / BF16 "
-                             "weights' decode; default {})",
+                             "Q8_0/Q4_0/Q4_1/Q5_0/Q5_1/Q4_K/Q5_K/Q6_K weights; fp16 activations for F16 weights' decode, "
+                             "bf16 ones for every BF16 product; default {})",
                              default_text))
       ->check(CLI::IsMember({"exact", "fast"}));
   cmd.add_flag_callback("--fast", [&precision] { precision = "fast"; }, "same as --precision fast");

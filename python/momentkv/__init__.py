@@ -90,8 +90,8 @@ class Model:
 
     Model(path, threads=None, ctx=0, precision="exact"): threads None or 0 uses every hardware
     thread; ctx 0 is the model's context length; precision "exact" or "fast" (8-bit activations
-    for decode-sized products of quantised weights, fp16 / bf16 ones for F16 / BF16 weights, as
-    `momentkv --precision fast`). The thread count and precision
+    for decode-sized products of quantised weights, fp16 ones for F16 weights' decode, bf16 ones
+    for every product of BF16 weights, as `momentkv --precision fast`). The thread count and precision
     are applied whenever this model computes.
     """
 

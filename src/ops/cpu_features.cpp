@@ -42,6 +42,14 @@ bool host_runs(CpuVariant variant) {
 #endif
 }
 
+bool host_runs_avx512_bf16() {
+#if defined(__x86_64__) || defined(__i386__)
+  return host_runs(CpuVariant::Avx512) && __builtin_cpu_supports("avx512bf16");
+#else
+  return false;
+#endif
+}
+
 CpuVariant best_available() {
   CpuVariant best = CpuVariant::Scalar;
   for (CpuVariant v : kAllCpuVariants)
@@ -111,11 +119,17 @@ void set_cpu_variant(CpuVariant variant) {
   g_table.store(table_of(variant), std::memory_order_release);
 }
 
+bool cpu_has_avx512_bf16() {
+  static const bool has = host_runs_avx512_bf16();
+  return has;
+}
+
 std::string cpu_variant_summary() {
   std::vector<std::string_view> names;
   for (CpuVariant v : available_cpu_variants()) names.push_back(cpu_variant_name(v));
-  return fmt::format("kernels {} (available: {}; MOMENTKV_CPU forces one)", cpu_variant_name(cpu_variant()),
-                     fmt::join(names, ", "));
+  const bool bf16 = cpu_variant() == CpuVariant::Avx512 && cpu_has_avx512_bf16();
+  return fmt::format("kernels {} (available: {}; MOMENTKV_CPU forces one{})", cpu_variant_name(cpu_variant()),
+                     fmt::join(names, ", "), bf16 ? "; BF16 prefill with avx512_bf16" : "");
 }
 
 }  // namespace mkv

@@ -37,8 +37,13 @@ CpuVariant cpu_variant();
 // the reason when it is not available. Not to be called while products run on other threads.
 void set_cpu_variant(CpuVariant variant);
 
+// Whether the host has AVX512_BF16 (vdpbf16ps) next to the avx512 variant's features: the avx512
+// variant's BF16 GEMM (prefill-sized products of BF16 weights in MatmulPrecision::Fast) needs it.
+bool cpu_has_avx512_bf16();
+
 // One line for --version and logs: the variant in use and what the host offers, e.g.
-// "kernels avx512 (available: scalar, avx2, avx512; MOMENTKV_CPU forces one)".
+// "kernels avx512 (available: scalar, avx2, avx512; MOMENTKV_CPU forces one; BF16 prefill
+// with avx512_bf16)".
 std::string cpu_variant_summary();
 
 }  // namespace mkv

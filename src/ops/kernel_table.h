@@ -24,6 +24,11 @@ struct KernelTable {
   // with x rounded to the weights' format first (MatmulPrecision::Fast); x_half: scratch of n_tokens
   // * cols values owned by the calling thread.
   void (*matmul_half_fast)(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, uint16_t* x_half);
+  // The same product for BF16 weights, cols a multiple of 8 and n_tokens > kRowDotMaxTokens, with x
+  // rounded to bf16 first and multiplied by AVX512_BF16's vdpbf16ps (MatmulPrecision::Fast); x_bf16:
+  // scratch of n_tokens * cols values owned by the calling thread. Null in the variants that lack
+  // it (all but avx512); callable only where cpu_has_avx512_bf16().
+  void (*matmul_bf16_gemm)(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, uint16_t* x_bf16);
   // y = W x with quantised activations (int8_operands.h); w is a type matmul_int8_supported()
   // accepts, checked.
   void (*matmul_int8)(const WeightMatrix& w, const Int8Activations& x, int64_t n_tokens, float* y);

@@ -4,6 +4,7 @@
 // a variant runs none of its instructions.
 #pragma once
 
+#include "ops/matmul_bf16_gemm_kernels.h"
 #include "ops/matmul_float_kernels.h"
 #include "ops/matmul_int8_gemm_kernels.h"
 #include "ops/matmul_int8_kernels.h"
@@ -12,7 +13,12 @@ namespace mkv::kernels::inline MKV_SIMD_NS {
 namespace {
 
 constexpr CpuVariant kVariant = MKV_SIMD == 3 ? CpuVariant::Avx512 : MKV_SIMD == 2 ? CpuVariant::Avx2 : CpuVariant::Scalar;
-constexpr KernelTable kTable{kVariant, &matmul_float, &matmul_half_fast, &matmul_int8, &int8_gemm_rows};
+#if MKV_SIMD >= 3
+constexpr auto kBf16Gemm = &matmul_bf16_gemm;
+#else
+constexpr decltype(KernelTable::matmul_bf16_gemm) kBf16Gemm = nullptr;
+#endif
+constexpr KernelTable kTable{kVariant, &matmul_float, &matmul_half_fast, kBf16Gemm, &matmul_int8, &int8_gemm_rows};
 
 }  // namespace
 }  // namespace mkv::kernels::inline MKV_SIMD_NS

@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "ops/kernel_table.h"
+#include "ops/half.h"
 #include "ops/matmul_int8.h"
 
 namespace mkv {
@@ -21,10 +22,11 @@ void check_matrix(const WeightMatrix& w) {
             info.name, w.cols, info.block_size);
 }
 
-// At least n values of scratch owned by the calling thread, one buffer per element type, reused
-// across products: the float kernels' sub-block sums (float) and matmul_half_fast's rounded
-// activations (uint16_t).
-template <typename T>
+// At least n values of scratch owned by the calling thread, one buffer per element type and slot,
+// reused across products: the float kernels' sub-block sums (float, slot 0), the rounded
+// activations of matmul_half_fast and matmul_bf16_gemm (uint16_t) and of the portable BF16 GEMM
+// (float, slot 1).
+template <typename T, int kSlot = 0>
 T* thread_scratch(int64_t n) {
   thread_local std::vector<T> buffer;
   if (buffer.size() < static_cast<std::size_t>(n)) buffer.resize(n);
@@ -42,11 +44,23 @@ bool takes_int8_path(const WeightMatrix& w, int64_t n_tokens) {
 }
 
 // In Fast precision, decode-sized products of F16 / BF16 weights take fp16 / bf16 activations
-// (llama.cpp's numerics for them); prefill-sized ones keep the float GEMM, which is compute-bound,
-// and so do matrices whose rows are not whole 8-value groups (the half kernel has no tail columns).
+// (llama.cpp's numerics for them), and so do prefill-sized ones of BF16 weights (a bf16 GEMM with
+// vdpbf16ps where the host has AVX512_BF16); prefill-sized F16 products keep the float GEMM, and so
+// do matrices whose rows are not whole 8-value groups (the half kernels have no tail columns).
 bool takes_half_activations(const WeightMatrix& w, int64_t n_tokens) {
   return matmul_precision() == MatmulPrecision::Fast && (w.type == GgmlType::F16 || w.type == GgmlType::BF16) &&
-         n_tokens <= kRowDotMaxTokens && w.cols % 8 == 0;
+         (n_tokens <= kRowDotMaxTokens || w.type == GgmlType::BF16) && w.cols % 8 == 0;
+}
+
+// A prefill-sized BF16 product with x rounded to bf16: vdpbf16ps where the variant and host have it,
+// else the float GEMM on the rounded values (the same products, summed in another order).
+void matmul_bf16_prefill(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y) {
+  const KernelTable& kernels = kernel_table();
+  if (kernels.matmul_bf16_gemm != nullptr && cpu_has_avx512_bf16())
+    return kernels.matmul_bf16_gemm(w, x, n_tokens, y, thread_scratch<uint16_t>(n_tokens * w.cols));
+  float* rounded = thread_scratch<float, 1>(n_tokens * w.cols);
+  for (int64_t i = 0; i < n_tokens * w.cols; ++i) rounded[i] = bf16_to_f32_inline(f32_to_bf16_inline(x[i]));
+  kernels.matmul_float(w, rounded, n_tokens, y, sums_scratch(n_tokens, w.cols));
 }
 
 }  // namespace
@@ -55,8 +69,10 @@ void matmul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y) {
   check_matrix(w);
   if (w.rows == 0 || n_tokens <= 0) return;
   if (takes_int8_path(w, n_tokens)) return matmul_int8(w, x, n_tokens, y);
-  if (takes_half_activations(w, n_tokens))
+  if (takes_half_activations(w, n_tokens)) {
+    if (n_tokens > kRowDotMaxTokens) return matmul_bf16_prefill(w, x, n_tokens, y);
     return kernel_table().matmul_half_fast(w, x, n_tokens, y, thread_scratch<uint16_t>(n_tokens * w.cols));
+  }
   kernel_table().matmul_float(w, x, n_tokens, y, sums_scratch(n_tokens, w.cols));
 }
 

@@ -96,9 +96,16 @@ TEST(CpuVariants, ErrorsNameTheValueAndTheReason) {
 
 TEST(CpuVariants, SummaryNamesTheVariantInUse) {
   test::for_each_cpu_variant([](CpuVariant v) {
-    EXPECT_EQ(cpu_variant_summary().rfind("kernels " + std::string(cpu_variant_name(v)) + " (available: scalar", 0), 0u)
-        << cpu_variant_summary();
+    const std::string summary = cpu_variant_summary();
+    EXPECT_EQ(summary.rfind("kernels " + std::string(cpu_variant_name(v)) + " (available: scalar", 0), 0u) << summary;
+    // The BF16 GEMM's feature is named where the variant in use runs it.
+    const bool bf16 = v == CpuVariant::Avx512 && cpu_has_avx512_bf16();
+    EXPECT_EQ(summary.find("BF16 prefill with avx512_bf16") != std::string::npos, bf16) << summary;
   });
+  // AVX512_BF16 counts only next to the avx512 variant's own features.
+  if (cpu_has_avx512_bf16()) {
+    EXPECT_EQ(cpu_variant_unavailable_reason(CpuVariant::Avx512).find("lacks"), std::string::npos);
+  }
 }
 
 // Run by EnvironmentChoosesTheVariant in a child process; skipped when run on its own.
