@@ -110,14 +110,16 @@ BenchResult run_bench(Transformer& model, const ModelFootprint& footprint, const
   so.press = press.get();
   // Room for the depth and every repetition when the depth is prefilled once (the warm-up runs on
   // its own before the depth and is shorter than one pass); the depth is prefilled again before
-  // every repetition when that would pass the model's context.
+  // every repetition when that would pass the model's context. Tests at depth 0 start every
+  // repetition on an empty cache, as llama-bench's do: otherwise the third pp512 would prefill at
+  // depth 1024.
   const int64_t context = model.config().context_length;
   const int64_t one_repetition = int64_t{test.depth} + per_rep + 1;
   MKV_CHECK(one_repetition <= context,
             "bench {}: needs {} positions (depth {} + {} timed), more than the model's context of {}; lower -p / -n / -d",
             test.name(), one_repetition, test.depth, per_rep, context);
-  const bool fresh_depth =
-      config.fresh_depth || one_repetition + int64_t{per_rep} * (config.repetitions - 1) > context;
+  const bool fresh_depth = config.fresh_depth || test.depth == 0 ||
+                           one_repetition + int64_t{per_rep} * (config.repetitions - 1) > context;
   so.n_ctx = static_cast<int>(one_repetition + int64_t{per_rep} * (fresh_depth ? 0 : config.repetitions - 1));
   Session session(model, so);
   std::unique_ptr<Session> shallow;  // depth0_ab: full cache, reset to depth 0 before each pass

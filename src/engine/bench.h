@@ -41,6 +41,7 @@ struct BenchConfig {
   KvStorage kv_storage = KvStorage::F32;
   PressConfig press;        // the press and its budget ("full": no press)
   bool fresh_depth = false; // re-prefill the depth before every repetition (llama-bench); else once
+                            // (tests at depth 0 start every repetition on an empty cache)
   bool nc_ab = false;       // tg tests with an NC press: each repetition also times NC off on the
                             // same cache (companion "NC off (same cache)")
   bool depth0_ab = false;   // tg tests at depth > 0: each repetition also times the same decode on

@@ -42,6 +42,27 @@ TEST_P(BenchAccounting, OutputHeadCountsOncePerMicroBatchInPrefill) {
   EXPECT_LE(tg.flops_per_token, 2.0 * fp.matmul_params + attention_bound);
 }
 
+// A test at depth 0 times every repetition from an empty cache (as llama-bench does), not on top of
+// the previous repetitions' tokens.
+TEST(BenchRepetitions, DepthZeroTestsStartEachRepetitionOnAnEmptyCache) {
+  RandomModelSpec spec;
+  const auto path = (test::temp_dir() / "bench_repetitions.gguf").string();
+  write_random_model(spec, path);
+  const GgufFile file = GgufFile::open(path);
+  Transformer model(file, 64);
+  BenchConfig config;
+  config.ubatch = 8;
+  for (const BenchTest test : {BenchTest{.n_prompt = 16}, BenchTest{.n_gen = 4}}) {
+    config.repetitions = 1;
+    const BenchResult once = run_bench(model, model_footprint(file), test, config);
+    config.repetitions = 3;
+    const BenchResult thrice = run_bench(model, model_footprint(file), test, config);
+    EXPECT_EQ(thrice.tokens_per_s.size(), 3u);
+    EXPECT_EQ(thrice.kv_rows_held, once.kv_rows_held) << test.name();
+    EXPECT_DOUBLE_EQ(thrice.bytes_per_token, once.bytes_per_token) << test.name();  // the KV rows read: equal too
+  }
+}
+
 // Readings come in (before, after) pairs per repetition; each repetition is compared with the
 // better of its own two, and the row reports the median share.
 TEST(BenchPairedFraction, EachRepetitionAgainstTheBetterOfItsOwnTwoReadings) {
