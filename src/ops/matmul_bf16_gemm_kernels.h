@@ -6,8 +6,8 @@
 // themselves (the variant's file is not compiled for AVX512_BF16); matmul.cpp calls them only
 // where cpu_has_avx512_bf16().
 //
-// Blocking as matmul_float's GEMM (matmul_float_kernels.h): work items of up to kItemTokens tokens
-// x kItemRows rows shared among threads; in an item, each panel of kBf16PanelRows rows x
+// Blocking as matmul_float's GEMM (matmul_float_kernels.h): work items of up to kBf16ItemTokens
+// tokens x kItemRows rows shared among threads; in an item, each panel of kBf16PanelRows rows x
 // kPanelCols columns is packed once with its column pairs transposed (the 32 rows' 32-bit words of
 // one column pair adjacent: two 512-bit vectors), and every group of up to kBf16BlockTokens tokens
 // adds its products into 2 x 16-lane accumulators per token held in registers (two panel vectors per
@@ -27,6 +27,9 @@ namespace {
 constexpr int kBf16PanelRows = 32;                   // two 16-lane vectors per column pair
 constexpr int64_t kBf16PanelPairs = kPanelCols / 2;  // column pairs per panel
 constexpr int kBf16BlockTokens = 12;  // 12 x 2 accumulators + 2 panel vectors + broadcasts, of 32 registers
+// Tokens per work item: each item packs its panels once, so longer items pack less often (a panel's
+// slice of the item's bf16 activations, 512 B per token, stays in L2).
+constexpr int64_t kBf16ItemTokens = 512;
 
 // panel[p * kBf16PanelRows + r] = 32-bit word p (columns 2p, 2p + 1) of row r (rows w_stride bytes
 // apart), for p < n_pairs.
@@ -115,9 +118,9 @@ void matmul_bf16_gemm(const WeightMatrix& w, const float* x, int64_t n_tokens, f
   const int64_t values = n_tokens * w.cols;
 #pragma omp parallel for schedule(static) if (values >= kMinParallelMacs)
   for (int64_t i = 0; i < values; i += 8) simd::f8_store_bf16(x_bf16 + i, simd::f8_load(x + i));
-  // Token items as matmul_float's: (nearly) equal batches of at most kItemTokens tokens, whole
+  // Token items as matmul_float's: (nearly) equal batches of at most kBf16ItemTokens tokens, whole
   // register blocks but the last.
-  const int64_t even_split = (n_tokens + kItemTokens - 1) / kItemTokens;
+  const int64_t even_split = (n_tokens + kBf16ItemTokens - 1) / kBf16ItemTokens;
   const int64_t item_tokens =
       ((n_tokens + even_split - 1) / even_split + kBf16BlockTokens - 1) / kBf16BlockTokens * kBf16BlockTokens;
   const int64_t n_token_items = (n_tokens + item_tokens - 1) / item_tokens;
