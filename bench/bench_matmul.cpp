@@ -54,8 +54,8 @@ void BM_Matmul(benchmark::State& state, mkv::GgmlType type) {
                                                benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
 }
 
-// The same decode GEMV in MatmulPrecision::Fast: 8-bit activations for the integer-path types, fp16
-// ones for F16.
+// The same products in MatmulPrecision::Fast: 8-bit activations for the integer-path types, fp16
+// ones for F16 decode, bf16 ones for BF16 (prefill: the vdpbf16ps GEMM on AVX512_BF16 hosts).
 void BM_MatmulFast(benchmark::State& state, mkv::GgmlType type) {
   mkv::set_matmul_precision(mkv::MatmulPrecision::Fast);
   BM_Matmul(state, type);
@@ -73,6 +73,11 @@ MKV_MATMUL_FAST_BENCH(Q5_1);
 MKV_MATMUL_FAST_BENCH(Q4_K);
 MKV_MATMUL_FAST_BENCH(Q6_K);
 MKV_MATMUL_FAST_BENCH(F16);
+MKV_MATMUL_FAST_BENCH(BF16);
+// Prefill-sized products in Fast precision: the integer GEMMs (Q8_0, Q4_K) and the bf16 GEMM.
+BENCHMARK_CAPTURE(BM_MatmulFast, Q8_0, mkv::GgmlType::Q8_0)->Arg(512)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_MatmulFast, Q4_K, mkv::GgmlType::Q4_K)->Arg(512)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_MatmulFast, BF16, mkv::GgmlType::BF16)->Arg(512)->UseRealTime()->Unit(benchmark::kMillisecond);
 
 #define MKV_MATMUL_BENCH(type) \
   BENCHMARK_CAPTURE(BM_Matmul, type, mkv::GgmlType::type)->Arg(1)->Arg(64)->Arg(512)->UseRealTime()->Unit(benchmark::kMillisecond)

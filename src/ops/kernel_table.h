@@ -26,8 +26,8 @@ struct KernelTable {
   void (*matmul_half_fast)(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, uint16_t* x_half);
   // The same product for BF16 weights, cols a multiple of 8 and n_tokens > kRowDotMaxTokens, with x
   // rounded to bf16 first and multiplied by AVX512_BF16's vdpbf16ps (MatmulPrecision::Fast); x_bf16:
-  // scratch of n_tokens * cols values owned by the calling thread. Null in the variants that lack
-  // it (all but avx512); callable only where cpu_has_avx512_bf16().
+  // scratch of bf16_gemm_scratch(n_tokens, cols) values owned by the calling thread. Null in the
+  // variants that lack it (all but avx512); callable only where cpu_has_avx512_bf16().
   void (*matmul_bf16_gemm)(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, uint16_t* x_bf16);
   // y = W x with quantised activations (int8_operands.h); w is a type matmul_int8_supported()
   // accepts, checked.
@@ -39,6 +39,12 @@ struct KernelTable {
   void (*int8_gemm_rows)(const WeightMatrix& w, const Int8Activations& x, int64_t n_tokens, int64_t row_begin,
                          int64_t row_end, GemmBlock* panel, float* y);
 };
+
+// The BF16 GEMM's tokens per register block; its rounded activations are stored in whole blocks.
+inline constexpr int64_t kBf16GemmTokenBlock = 12;
+inline constexpr int64_t bf16_gemm_scratch(int64_t n_tokens, int64_t cols) {
+  return (n_tokens + kBf16GemmTokenBlock - 1) / kBf16GemmTokenBlock * kBf16GemmTokenBlock * cols;
+}
 
 // Null when the build holds no such variant (the portable build has only scalar).
 extern const KernelTable* const kScalarKernels;

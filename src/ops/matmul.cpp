@@ -57,7 +57,7 @@ bool takes_half_activations(const WeightMatrix& w, int64_t n_tokens) {
 void matmul_bf16_prefill(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y) {
   const KernelTable& kernels = kernel_table();
   if (kernels.matmul_bf16_gemm != nullptr && cpu_has_avx512_bf16())
-    return kernels.matmul_bf16_gemm(w, x, n_tokens, y, thread_scratch<uint16_t>(n_tokens * w.cols));
+    return kernels.matmul_bf16_gemm(w, x, n_tokens, y, thread_scratch<uint16_t>(bf16_gemm_scratch(n_tokens, w.cols)));
   float* rounded = thread_scratch<float, 1>(n_tokens * w.cols);
   for (int64_t i = 0; i < n_tokens * w.cols; ++i) rounded[i] = bf16_to_f32_inline(f32_to_bf16_inline(x[i]));
   kernels.matmul_float(w, rounded, n_tokens, y, sums_scratch(n_tokens, w.cols));
