@@ -14,6 +14,20 @@ namespace {
 
 class BenchAccounting : public ::testing::TestWithParam<bool> {};
 
+// A default random model, written to `name` in the test directory and loaded for benches.
+struct RandomBenchModel {
+  GgufFile file;
+  Transformer model;
+  explicit RandomBenchModel(const std::string& name) : file(written(name)), model(file, 64) {}
+
+ private:
+  static GgufFile written(const std::string& name) {
+    const auto path = (test::temp_dir() / name).string();
+    write_random_model(RandomModelSpec{}, path);
+    return GgufFile::open(path);
+  }
+};
+
 TEST_P(BenchAccounting, OutputHeadCountsOncePerMicroBatchInPrefill) {
   RandomModelSpec spec;
   spec.n_vocab = 4096;  // the output head dominates the products, as in real models
@@ -45,18 +59,14 @@ TEST_P(BenchAccounting, OutputHeadCountsOncePerMicroBatchInPrefill) {
 // A test at depth 0 times every repetition from an empty cache (as llama-bench does), not on top of
 // the previous repetitions' tokens.
 TEST(BenchRepetitions, DepthZeroTestsStartEachRepetitionOnAnEmptyCache) {
-  RandomModelSpec spec;
-  const auto path = (test::temp_dir() / "bench_repetitions.gguf").string();
-  write_random_model(spec, path);
-  const GgufFile file = GgufFile::open(path);
-  Transformer model(file, 64);
+  RandomBenchModel m("bench_repetitions.gguf");
   BenchConfig config;
   config.ubatch = 8;
   for (const BenchTest test : {BenchTest{.n_prompt = 16}, BenchTest{.n_gen = 4}}) {
     config.repetitions = 1;
-    const BenchResult once = run_bench(model, model_footprint(file), test, config);
+    const BenchResult once = run_bench(m.model, model_footprint(m.file), test, config);
     config.repetitions = 3;
-    const BenchResult thrice = run_bench(model, model_footprint(file), test, config);
+    const BenchResult thrice = run_bench(m.model, model_footprint(m.file), test, config);
     EXPECT_EQ(thrice.tokens_per_s.size(), 3u);
     EXPECT_EQ(thrice.kv_rows_held, once.kv_rows_held) << test.name();
     EXPECT_DOUBLE_EQ(thrice.bytes_per_token, once.bytes_per_token) << test.name();  // the KV rows read: equal too
@@ -75,18 +85,14 @@ TEST(BenchPairedFraction, EachRepetitionAgainstTheBetterOfItsOwnTwoReadings) {
 }
 
 TEST(BenchPairedFraction, RunBenchReadsAroundEveryRepetition) {
-  RandomModelSpec spec;
-  const auto path = (test::temp_dir() / "bench_around.gguf").string();
-  write_random_model(spec, path);
-  const GgufFile file = GgufFile::open(path);
-  Transformer model(file, 64);
+  RandomBenchModel m("bench_around.gguf");
   BenchConfig config;
   config.repetitions = 3;
   config.press = PressConfig::parse("momentkv", Budget{8, 0.0});
   config.nc_ab = config.depth0_ab = true;  // companions run inside the same repetitions
   int calls = 0;
   config.around_repetition = [&] { ++calls; };
-  const BenchResult r = run_bench(model, model_footprint(file), {.n_gen = 2, .depth = 16}, config);
+  const BenchResult r = run_bench(m.model, model_footprint(m.file), {.n_gen = 2, .depth = 16}, config);
   EXPECT_EQ(calls, 2 * config.repetitions);
   EXPECT_EQ(r.tokens_per_s.size(), 3u);
   ASSERT_EQ(r.companions.size(), 2u);
