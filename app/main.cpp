@@ -240,7 +240,9 @@ int main(int argc, char** argv) {
   add_precision_flags(*bench, bo.precision, "$MOMENTKV_PRECISION, else fast");
   bench->add_flag("--mlock", bo.mlock, "lock the model (and all memory) in RAM");
   bench->add_flag("--no-mmap", bo.no_mmap, kNoMmapHelp);
-  bench->add_flag("--fresh-depth", bo.fresh_depth, "re-prefill the depth before every repetition (default: once per test)");
+  bench->add_flag("--fresh-depth", bo.fresh_depth,
+                  "re-prefill the depth before every repetition (default: once per test; tests at depth 0 start every "
+                  "repetition on an empty cache)");
   bench->add_flag("--nc-ab", bo.nc_ab, "with an NC press, time NC off too: alternating passes on the same compressed cache");
   bench->add_flag("--depth0-ab", bo.depth0_ab,
                   "with a press at depth > 0, time the same decode from depth 0 too (full cache, a second session), "
