@@ -59,7 +59,9 @@ void matmul_bf16_prefill(const WeightMatrix& w, const float* x, int64_t n_tokens
   if (kernels.matmul_bf16_gemm != nullptr && cpu_has_avx512_bf16())
     return kernels.matmul_bf16_gemm(w, x, n_tokens, y, thread_scratch<uint16_t>(bf16_gemm_scratch(n_tokens, w.cols)));
   float* rounded = thread_scratch<float, 1>(n_tokens * w.cols);
-  for (int64_t i = 0; i < n_tokens * w.cols; ++i) rounded[i] = bf16_to_f32_inline(f32_to_bf16_inline(x[i]));
+  const int64_t values = n_tokens * w.cols;
+#pragma omp parallel for schedule(static) if (values >= (int64_t{1} << 18))
+  for (int64_t i = 0; i < values; ++i) rounded[i] = bf16_to_f32_inline(f32_to_bf16_inline(x[i]));
   kernels.matmul_float(w, rounded, n_tokens, y, sums_scratch(n_tokens, w.cols));
 }
 
