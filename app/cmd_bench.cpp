@@ -291,7 +291,7 @@ void print_markdown(const BenchRun& run, const BenchOptions& o) {
                rows.front().result.kv_row_bytes, o.cache_type, size_text(static_cast<double>(run.rss)));
   fmt::print("precision: {}{}\n", o.precision,
              o.precision == "fast" ? " (activations quantised to 8 bits for the decode matrix-vector products of quantised weights, "
-                                                "rounded to fp16 / bf16 for those of F16 / BF16 weights, and to bf16 for every BF16 product)" : "");
+                                                "rounded to fp16 for those of F16 weights, and to bf16 for every product of BF16 weights)" : "");
   fmt::print("{}\n", cpu_variant_summary());
 }
 

@@ -136,11 +136,8 @@ void matmul_bf16_gemm(const WeightMatrix& w, const float* x, int64_t n_tokens, f
         for (int j = 0; j < 4; ++j) out[(c / 2 + j) * kBf16GemmTokenBlock] = words[j];
       }
     }
-  // Token items as matmul_float's: (nearly) equal batches of at most kBf16ItemTokens tokens, whole
-  // token blocks but the last.
-  const int64_t even_split = (n_tokens + kBf16ItemTokens - 1) / kBf16ItemTokens;
-  const int64_t item_tokens =
-      ((n_tokens + even_split - 1) / even_split + kBf16GemmTokenBlock - 1) / kBf16GemmTokenBlock * kBf16GemmTokenBlock;
+  // Token items as matmul_float's, whole token blocks but the last (run_bf16_item relies on it).
+  const int64_t item_tokens = item_token_count(n_tokens, kBf16ItemTokens, kBf16GemmTokenBlock);
   const int64_t n_token_items = (n_tokens + item_tokens - 1) / item_tokens;
   const int64_t n_row_items = (w.rows + kItemRows - 1) / kItemRows;
   const int64_t n_items = n_token_items * n_row_items;

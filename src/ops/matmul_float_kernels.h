@@ -310,11 +310,16 @@ const float* x_sub_sums(const float* x, int64_t n_tokens, int64_t cols, float* s
   return nullptr;
 }
 
+// Tokens per work item of a GEMM: batches of (nearly) equal size, at most max_tokens each, rounded
+// up to whole register blocks of block_tokens so that only the last batch ends in a partial
+// (slower) block.
+constexpr int64_t item_token_count(int64_t n_tokens, int64_t max_tokens, int64_t block_tokens) {
+  const int64_t even_split = (n_tokens + max_tokens - 1) / max_tokens;
+  return ((n_tokens + even_split - 1) / even_split + block_tokens - 1) / block_tokens * block_tokens;
+}
+
 void matmul_float(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, float* sums) {
-  // Token batches of (nearly) equal size, at most kItemTokens each, rounded up to whole register
-  // blocks so that only the last batch ends in a partial (slower) block.
-  const int64_t even_split = (n_tokens + kItemTokens - 1) / kItemTokens;
-  const int64_t item_tokens = ((n_tokens + even_split - 1) / even_split + kBlockTokens - 1) / kBlockTokens * kBlockTokens;
+  const int64_t item_tokens = item_token_count(n_tokens, kItemTokens, kBlockTokens);
   const int64_t n_token_items = (n_tokens + item_tokens - 1) / item_tokens;
   const int64_t n_row_items = (w.rows + kItemRows - 1) / kItemRows;
   const int64_t n_items = n_token_items * n_row_items;
