@@ -65,10 +65,12 @@ TEST_P(RandomModel, ChunkedPrefillAndDecodeAgreeWithOneBatch) {
   const std::vector<float> whole = evaluate(64);
   for (float v : whole) ASSERT_TRUE(std::isfinite(v));
   // The paths sum in different orders (GEMM panels, one-token rows with two FMA chains): allow
-  // float32 rounding relative to the logits' scale (random models reach |logit| ~ 200).
+  // float32 rounding relative to the logits' scale (random models reach |logit| ~ 200), a few
+  // ulps of it per layer: the scalar variant, which fuses no multiply-add, differs by 1.04e-6 of
+  // the scale on tiny-llama Q4_K. A wrong sum is off by orders of magnitude more.
   float scale = 1.0f;
   for (float v : whole) scale = std::max(scale, std::fabs(v));
-  const double tol = 1e-6 * scale;
+  const double tol = 4e-6 * scale;
   EXPECT_LT(max_abs_diff(evaluate(7), whole), tol);
   EXPECT_LT(max_abs_diff(evaluate(1), whole), tol);
 
