@@ -19,9 +19,10 @@ namespace mkv {
 
 enum class MatmulPrecision {
   Exact,  // float32 activations x exactly decoded weights (the default)
-  Fast,   // 8-bit quantised activations x integer weight codes for decode-sized batches; for F16
-          // weights, fp16 activations in products of up to kRowDotMaxTokens tokens; for BF16
-          // weights, bf16 activations in every product (matmul.cpp)
+  Fast,   // 8-bit quantised activations x integer weight codes for decode-sized batches (and, for
+          // Q8_0 and Q4_K, prefill-sized ones: the integer GEMM); for F16 weights, fp16
+          // activations in products of up to kRowDotMaxTokens tokens; for BF16 weights, bf16
+          // activations in every product (matmul.cpp)
 };
 
 // Process-wide kernel mode. The initial value is Exact, or Fast when the environment variable
