@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Sets up (packages + build) and runs the whole test suite:
 #   1. the GGUF reader's malformed-input tests under ASan/UBSan (build-asan, only what they need);
-#   2. the kernel tests on the portable scalar path (build-scalar, MOMENTKV_NATIVE=OFF);
+#   2. the kernel and cache tests on the portable scalar path (build-scalar, MOMENTKV_NATIVE=OFF);
 #   3. the Python module's pytest tests (python/tests, against the module built in build/);
 #   4. every test of the default Release build with ctest (its summary is the last line).
 # The server tests' clients (Debian's nodejs, npm, chromium; npm packages pinned in tests/serve/node,
@@ -43,8 +43,9 @@ build-asan/tests/test_gguf --gtest_brief=1
 
 echo "== kernels on the scalar path" >&2
 cmake -S . -B build-scalar -G Ninja -DCMAKE_BUILD_TYPE=Release -DMOMENTKV_NATIVE=OFF >/dev/null
-cmake --build build-scalar --target test_ops -j "$jobs"
+cmake --build build-scalar --target test_ops test_kv -j "$jobs"
 build-scalar/tests/test_ops --gtest_brief=1
+build-scalar/tests/test_kv --gtest_brief=1  # the attention kernels and the moment math
 
 echo "== Python module (pytest python/tests against build/)" >&2
 # Debian's interpreter, which python3-pytest and python3-numpy are installed for and the module is
