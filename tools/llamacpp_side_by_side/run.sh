@@ -8,7 +8,7 @@
 # `npm pack` from the npm registry. Nothing is installed system-wide.
 #
 # Usage: tools/llamacpp_side_by_side/run.sh MODEL.gguf TEST [ROUNDS] [THREADS] [-- momentkv bench flags]
-#   TEST: ppN (prefill N tokens), tgN (decode N tokens) or tgN@dD (decode after a D-token depth)
+#   TEST: ppN (prefill N tokens), tgN (decode N tokens), ppN@dD or tgN@dD (after a D-token depth)
 #   e.g. run.sh /tmp/1b-q8.gguf pp512 3 2
 #        run.sh /tmp/1b-q8.gguf tg128@d4096 2 2 -- --press momentkv --kv-budget 1024
 # Environment: REPS (repetitions per engine and round, default 3), MOMENTKV_BIN (default
@@ -19,7 +19,7 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
-usage="usage: run.sh MODEL.gguf ppN|tgN|tgN@dD [ROUNDS] [THREADS] [-- momentkv bench flags]"
+usage="usage: run.sh MODEL.gguf ppN|tgN|ppN@dD|tgN@dD [ROUNDS] [THREADS] [-- momentkv bench flags]"
 model=${1:?$usage}
 test=${2:?$usage}
 rounds=${3:-3}
@@ -31,12 +31,12 @@ shift $(( $# < 4 ? $# : 4 ))
 reps=${REPS:-3}
 [[ "$reps" =~ ^[1-9][0-9]*$ ]] || { echo "error: REPS must be a positive integer, got '$reps'" >&2; exit 1; }
 [[ "$threads" =~ ^[1-9][0-9]*$ ]] || { echo "error: THREADS must be a positive integer, got '$threads'" >&2; exit 1; }
-if [[ "$test" =~ ^pp([1-9][0-9]*)$ ]]; then
-  n_prompt=${BASH_REMATCH[1]}; n_gen=0; depth=0
+if [[ "$test" =~ ^pp([1-9][0-9]*)(@d([0-9]+))?$ ]]; then
+  n_prompt=${BASH_REMATCH[1]}; n_gen=0; depth=${BASH_REMATCH[3]:-0}
 elif [[ "$test" =~ ^tg([1-9][0-9]*)(@d([0-9]+))?$ ]]; then
   n_prompt=0; n_gen=${BASH_REMATCH[1]}; depth=${BASH_REMATCH[3]:-0}
 else
-  echo "error: TEST must be ppN, tgN or tgN@dD, got '$test'" >&2; exit 1
+  echo "error: TEST must be ppN, tgN, ppN@dD or tgN@dD, got '$test'" >&2; exit 1
 fi
 
 version=3.22.1
