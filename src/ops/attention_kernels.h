@@ -1,7 +1,7 @@
 // Attention inner loops over one KV head for a group of query heads (GQA): each cache row is
 // read once for all the group's queries, so decode at depth streams the cache once per layer
-// instead of once per query head. Rows are float32 or fp16 (converted with F16C in the native
-// build). Any number of queries per call: callers pass every query that shares the rows (a
+// instead of once per query head. Rows are float32 or fp16. The kernels are those of the variant
+// in use (cpu_features.h, MOMENTKV_CPU), like the matrix products'. Any number of queries per call: callers pass every query that shares the rows (a
 // GQA group, and in prefill several tokens of it) so that each row is read once for all.
 #pragma once
 

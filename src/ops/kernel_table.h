@@ -1,8 +1,8 @@
 // The entry points of one compiled kernel variant (private to src/ops). Each variant file
 // (kernels_scalar.cpp, kernels_avx2.cpp, kernels_avx512.cpp) defines its table as constant data
 // (kernel_variant.h), so that merely linking a variant runs none of its instructions;
-// cpu_features.cpp picks the table and matmul.cpp / matmul_int8.cpp call through it after
-// checking their arguments.
+// cpu_features.cpp picks the table and matmul.cpp, matmul_int8.cpp and attention_kernels.cpp call
+// through it after checking their arguments.
 #pragma once
 
 #include <cstdint>
@@ -38,6 +38,12 @@ struct KernelTable {
   // than matmul_int8; other types and the portable variant, as matmul_int8 computes them.
   void (*int8_gemm_rows)(const WeightMatrix& w, const Int8Activations& x, int64_t n_tokens, int64_t row_begin,
                          int64_t row_end, GemmBlock* panel, float* y);
+  // Cached attention over one KV head, as attn_group_logits and attn_group_weighted_sum
+  // (attention_kernels.h, which checks the arguments) for head sizes that are a multiple of 8.
+  void (*attn_logits)(const void* keys, bool f16, int32_t n_rows, int dim, const float* q, int nq, int64_t q_stride,
+                      float scale, float* logits, int64_t logit_stride);
+  void (*attn_weighted_sum)(const void* values, bool f16, int32_t n_rows, int dim, const float* w, int nq,
+                            int64_t w_stride, float* out, int64_t out_stride);
 };
 
 // The BF16 GEMM's tokens per register block; its rounded activations are stored in whole blocks.

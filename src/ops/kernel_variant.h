@@ -4,6 +4,7 @@
 // a variant runs none of its instructions.
 #pragma once
 
+#include "ops/attention_float_kernels.h"
 #include "ops/matmul_bf16_gemm_kernels.h"
 #include "ops/matmul_float_kernels.h"
 #include "ops/matmul_int8_gemm_kernels.h"
@@ -18,7 +19,8 @@ constexpr auto kBf16Gemm = &matmul_bf16_gemm;
 #else
 constexpr decltype(KernelTable::matmul_bf16_gemm) kBf16Gemm = nullptr;
 #endif
-constexpr KernelTable kTable{kVariant, &matmul_float, &matmul_half_fast, kBf16Gemm, &matmul_int8, &int8_gemm_rows};
+constexpr KernelTable kTable{kVariant,     &matmul_float,   &matmul_half_fast, kBf16Gemm,
+                             &matmul_int8, &int8_gemm_rows, &attn_logits,      &attn_weighted_sum};
 
 }  // namespace
 }  // namespace mkv::kernels::inline MKV_SIMD_NS

@@ -47,10 +47,11 @@ constexpr int kBlockTokens = 6;   // 6 x 2 accumulators + 2 panel vectors + 1 br
 struct Item {
   const uint8_t* weights;  // row 0 of the matrix
   std::size_t row_bytes;
-  const float* x;          // (n_tokens, cols)
-  float* y;                // (n_tokens, rows)
-  int64_t rows;            // matrix rows (the stride of y)
-  int64_t cols;            // matrix cols (the stride of x)
+  const float* x;          // (n_tokens, x_stride): each token's cols activations first
+  float* y;                // (n_tokens, y_stride): each token's outputs at [row_begin, row_end)
+  int64_t x_stride;        // floats from one token's activations to the next (matmul: cols)
+  int64_t y_stride;        // floats from one token's outputs to the next (matmul: the matrix rows)
+  int64_t cols;            // matrix cols
   int64_t row_begin, row_end, token_begin, token_end;
   const float* x_sums = nullptr;  // (n_tokens, cols / kSubBlock) for decoders with offsets (x_sub_sums)
 };
@@ -242,8 +243,8 @@ void add_tail_columns(GgmlType type, const Item& item, int64_t first_col) {
     for (int64_t r = item.row_begin; r < item.row_end; ++r) {
       float sum = 0.0f;
       for (int64_t c = first_col; c < item.cols; ++c)
-        sum += decoders::float_type_value(type, item.weights + r * item.row_bytes, c) * item.x[t * item.cols + c];
-      item.y[t * item.rows + r] += sum;
+        sum += decoders::float_type_value(type, item.weights + r * item.row_bytes, c) * item.x[t * item.x_stride + c];
+      item.y[t * item.y_stride + r] += sum;
     }
 }
 
@@ -256,11 +257,11 @@ template <typename Decoder>
 void run_item(GgmlType type, const Item& item) {
   const int64_t n_tokens = item.token_end - item.token_begin;
   for (int64_t t = item.token_begin; t < item.token_end; ++t)
-    std::fill(item.y + t * item.rows + item.row_begin, item.y + t * item.rows + item.row_end, 0.0f);
+    std::fill(item.y + t * item.y_stride + item.row_begin, item.y + t * item.y_stride + item.row_end, 0.0f);
 
   const int64_t n_blocks = item.cols / Decoder::kBlockSize;
-  const float* x = item.x + item.token_begin * item.cols;
-  float* y = item.y + item.token_begin * item.rows;
+  const float* x = item.x + item.token_begin * item.x_stride;
+  float* y = item.y + item.token_begin * item.y_stride;
   int64_t r0 = item.row_begin;
   if (n_tokens > kRowDotMaxTokens) {
     static_assert(kPanelCols % Decoder::kBlockSize == 0, "a panel holds whole decoder blocks");
@@ -276,7 +277,7 @@ void run_item(GgmlType type, const Item& item) {
                                   item.row_bytes, std::min(kPanelBlocks, n_blocks - b0 - kPanelBlocks));
         else if (item.row_end - r0 >= 2 * kPanelRows)
           prefetch_panel<Decoder>(item.weights + (r0 + kPanelRows) * item.row_bytes, item.row_bytes, std::min(kPanelBlocks, n_blocks));
-        add_panel(panel, blocks * Decoder::kBlockSize, x + b0 * Decoder::kBlockSize, item.cols, y + r0, item.rows,
+        add_panel(panel, blocks * Decoder::kBlockSize, x + b0 * Decoder::kBlockSize, item.x_stride, y + r0, item.y_stride,
                   n_tokens);
       }
   }
@@ -284,7 +285,7 @@ void run_item(GgmlType type, const Item& item) {
   if constexpr (decoders::SubBlockScaled<Decoder>) n_sub = item.cols / Decoder::kSubBlock;
   const float* x_sums = item.x_sums ? item.x_sums + item.token_begin * n_sub : nullptr;
   for (; r0 < item.row_end; ++r0)
-    add_row<Decoder, float>({item.weights + r0 * item.row_bytes, x, item.cols, y + r0, item.rows, n_blocks, x_sums, n_sub},
+    add_row<Decoder, float>({item.weights + r0 * item.row_bytes, x, item.x_stride, y + r0, item.y_stride, n_blocks, x_sums, n_sub},
                      n_tokens);
   if (n_blocks * Decoder::kBlockSize < item.cols) add_tail_columns(type, item, n_blocks * Decoder::kBlockSize);
 }
@@ -323,7 +324,7 @@ void matmul_float(const WeightMatrix& w, const float* x, int64_t n_tokens, float
   const int64_t n_token_items = (n_tokens + item_tokens - 1) / item_tokens;
   const int64_t n_row_items = (w.rows + kItemRows - 1) / kItemRows;
   const int64_t n_items = n_token_items * n_row_items;
-  const Item whole{static_cast<const uint8_t*>(w.data), ggml_row_bytes(w.type, w.cols), x, y, w.rows, w.cols, 0, 0, 0, 0};
+  const Item whole{static_cast<const uint8_t*>(w.data), ggml_row_bytes(w.type, w.cols), x, y, w.cols, w.rows, w.cols, 0, 0, 0, 0};
   // Waking the thread team costs microseconds: small products run on the calling thread.
   const bool parallel = n_items > 1 && w.rows * w.cols * n_tokens >= kMinParallelMacs;
 

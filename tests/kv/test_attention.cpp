@@ -1,10 +1,10 @@
 // attend_layer against float64 softmax attention over the rows the cache holds: every GQA group
-// size up to 8 (queries per item from 1 to 128, so the row-blocked and the packed logits kernels,
+// size up to 8 (queries per item from 1 to 128, so the row-blocked logits kernel and the GEMM,
 // every tile shape of the weighted sum, and their last partial tiles), decode and causal prefill
 // batches (over one item of 16 tokens), row counts that are not multiples of any tile and caches
 // longer than one chunk of the online softmax (where some of a batch's queries see none of the
 // last chunk), float32 and fp16 storage, and head sizes with and without the vector kernels
-// (dim % 8).
+// (dim % 8). Every kernel variant the host runs (MOMENTKV_CPU) is checked.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -14,6 +14,7 @@
 #include "kv/attention.h"
 #include "kv/kv_cache.h"
 #include "kv/reference.h"
+#include "ops/ops_test_util.h"
 
 namespace mkv {
 namespace {
@@ -41,8 +42,14 @@ TEST_P(AttentionVsFloat64, MatchesExactSoftmaxOverVisibleRows) {
 
   // Queries large enough that the softmax is far from uniform (a wrong row shows).
   const auto q = test::normal_vector(rng, std::size_t(n_tokens) * n_heads * dim, 0.0f, 2.0f);
-  std::vector<float> out(std::size_t(n_tokens) * n_heads * dim);
-  attend_layer(cache, 0, AttentionShape{n_heads, dim, dim, scale}, q.data(), n_tokens, out.data());
+  std::vector<std::vector<float>> outs;  // one per kernel variant
+  std::vector<std::string> variants;
+  for (CpuVariant variant : available_cpu_variants()) {
+    test::CpuVariantGuard guard(variant);
+    outs.emplace_back(std::size_t(n_tokens) * n_heads * dim);
+    attend_layer(cache, 0, AttentionShape{n_heads, dim, dim, scale}, q.data(), n_tokens, outs.back().data());
+    variants.emplace_back(cpu_variant_name(variant));
+  }
 
   for (int g = 0; g < kKvHeads; ++g) {
     const KvHeadView head = cache.head(0, g);
@@ -55,8 +62,10 @@ TEST_P(AttentionVsFloat64, MatchesExactSoftmaxOverVisibleRows) {
         const std::size_t qh = (std::size_t(t) * n_heads + g * group + j) * dim;
         std::vector<double> want;
         test::attention_f64(std::vector<float>(q.begin() + qh, q.begin() + qh + dim), seen_k, seen_v, dim, dim, scale, want);
-        for (int c = 0; c < dim; ++c)
-          ASSERT_NEAR(out[qh + c], want[c], 2e-5) << "token " << t << " kv head " << g << " query " << j << " column " << c;
+        for (std::size_t v = 0; v < outs.size(); ++v)
+          for (int c = 0; c < dim; ++c)
+            ASSERT_NEAR(outs[v][qh + c], want[c], 2e-5) << variants[v] << " kernels, token " << t << " kv head " << g
+                                                        << " query " << j << " column " << c;
       }
     }
   }
