@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "kv/nc.h"
 #include "ops/attention_kernels.h"
+#include "ops/cpu_features.h"
 #include "ops/vec.h"
 
 namespace mkv {
@@ -101,6 +102,7 @@ void attend_layer(const KvCache& cache, int layer, const AttentionShape& shape, 
   const int blocks = (n_tokens + kTokensPerItem - 1) / kTokensPerItem;
   const int64_t n_items = static_cast<int64_t>(blocks) * cs.n_kv_heads;
   for (int g = 0; g < cs.n_kv_heads; ++g) MKV_ASSERT(cache.length(layer, g) >= n_tokens);
+  cpu_variant();  // chooses the kernels if nothing has yet (throws for a bad MOMENTKV_CPU)
 
   // Waking the thread team costs microseconds: small batches over short caches stay serial.
   const int64_t work = static_cast<int64_t>(n_tokens) * shape.n_heads * static_cast<int64_t>(cache.max_length()) *

@@ -4,8 +4,8 @@
 //   avx2    AVX2/FMA/F16C (what every native build required before run-time dispatch)
 //   avx512  AVX-512 F/BW/VL/DQ with VNNI: vpdpbusd integer dots, EVEX code with 32 registers
 // A native build (MOMENTKV_NATIVE) holds all three and runs on any AVX2 host; a portable build
-// holds only scalar. The choice covers matmul, the integer decode path and cached attention
-// (matmul.h, matmul_int8.h, attention_kernels.h); the vector kernels (vec.h) are the build's.
+// holds only scalar. The choice covers every kernel: matmul, the integer decode path, cached
+// attention and the vector kernels (matmul.h, matmul_int8.h, attention_kernels.h, vec.h).
 #pragma once
 
 #include <string>

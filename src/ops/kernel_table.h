@@ -1,8 +1,8 @@
 // The entry points of one compiled kernel variant (private to src/ops). Each variant file
 // (kernels_scalar.cpp, kernels_avx2.cpp, kernels_avx512.cpp) defines its table as constant data
 // (kernel_variant.h), so that merely linking a variant runs none of its instructions;
-// cpu_features.cpp picks the table and matmul.cpp, matmul_int8.cpp and attention_kernels.cpp call
-// through it after checking their arguments.
+// cpu_features.cpp picks the table and matmul.cpp, matmul_int8.cpp, attention_kernels.cpp and
+// vec.cpp call through it after checking their arguments.
 #pragma once
 
 #include <cstdint>
@@ -44,6 +44,12 @@ struct KernelTable {
                       float scale, float* logits, int64_t logit_stride);
   void (*attn_weighted_sum)(const void* values, bool f16, int32_t n_rows, int dim, const float* w, int nq,
                             int64_t w_stride, float* out, int64_t out_stride);
+  // The dense vector kernels of vec.h (same contracts).
+  float (*vec_dot)(const float* a, const float* b, int n);
+  void (*vec_axpy)(float alpha, const float* x, float* y, int n);
+  void (*swiglu)(float* gate, const float* up, int64_t n);
+  double (*vec_exp_shifted)(float* x, int n, float shift);
+  float (*vec_max)(const float* x, int n);
 };
 
 // The BF16 GEMM's tokens per register block; its rounded activations are stored in whole blocks.

@@ -9,6 +9,7 @@
 #include "ops/matmul_float_kernels.h"
 #include "ops/matmul_int8_gemm_kernels.h"
 #include "ops/matmul_int8_kernels.h"
+#include "ops/vec_kernels.h"
 
 namespace mkv::kernels::inline MKV_SIMD_NS {
 namespace {
@@ -19,8 +20,10 @@ constexpr auto kBf16Gemm = &matmul_bf16_gemm;
 #else
 constexpr decltype(KernelTable::matmul_bf16_gemm) kBf16Gemm = nullptr;
 #endif
-constexpr KernelTable kTable{kVariant,     &matmul_float,   &matmul_half_fast, kBf16Gemm,
-                             &matmul_int8, &int8_gemm_rows, &attn_logits,      &attn_weighted_sum};
+constexpr KernelTable kTable{kVariant,     &matmul_float,    &matmul_half_fast, kBf16Gemm,
+                             &matmul_int8, &int8_gemm_rows,  &attn_logits,      &attn_weighted_sum,
+                             &vec_dot,     &vec_axpy,        &swiglu,           &vec_exp_shifted,
+                             &vec_max};
 
 }  // namespace
 }  // namespace mkv::kernels::inline MKV_SIMD_NS

@@ -1,5 +1,7 @@
-// Small dense vector kernels used by attention and the forward pass (float32, AVX2 when built
-// with MOMENTKV_NATIVE; the scalar fallback gives the same results to rounding).
+// Small dense vector kernels used by attention and the forward pass, float32. vec_dot, vec_axpy,
+// swiglu, vec_exp_shifted and vec_max are those of the kernel variant in use (cpu_features.h,
+// MOMENTKV_CPU): 8-lane AVX2 code in the native variants, plain loops in the scalar one (the same
+// results to rounding).
 #pragma once
 
 #include <cstdint>
@@ -20,9 +22,9 @@ void swiglu(float* gate, const float* up, int64_t n);
 void softmax(float* x, int n);
 
 // x[i] = exp(x[i] - shift) for i < n, in place; returns the sum of the results (float64
-// accumulation per lane). Native build: an 8-lane Cephes-style polynomial (within 2 ulp of
+// accumulation per lane). Native variants: an 8-lane Cephes-style polynomial (within 2 ulp of
 // std::exp for arguments in [-87, 88]; smaller arguments give at most 1e-38 instead of 0);
-// scalar build: std::exp.
+// scalar variant: std::exp.
 double vec_exp_shifted(float* x, int n, float shift);
 
 // The largest of n > 0 values.
