@@ -6,8 +6,8 @@
 // Decode (a few queries per call) is memory-bound at depth: keys in 8-row blocks reduced by hsum8,
 // and the weighted sum in 16-row blocks whose first pass prefetches the next block. Prefill is
 // compute-bound: the logits are the product of the keys (a float32 or fp16 matrix of n_rows x dim)
-// with the queries, run_item's packed-panel GEMM, and the weighted sum keeps kSumQueries queries x
-// 16 values in registers.
+// with the queries, run_item's packed-panel GEMM (for more than kBlockedMaxQueries queries), and
+// the weighted sum keeps kSumQueries queries x 16 values in registers.
 #pragma once
 
 #include <algorithm>
@@ -25,6 +25,10 @@ constexpr int kSumQueries = 6;  // queries per register tile of the weighted sum
 // lines arrive as one stream.
 constexpr int32_t kPrefillRowBlock = 32;
 constexpr int32_t kDecodeRowBlock = 16;
+// Logits of up to this many queries (decode with GQA groups of up to 12, a few tokens of a smaller
+// group) take the row-blocked kernel, which reads each key row once and packs nothing; more
+// queries repay transposing the keys into the GEMM's panels.
+constexpr int kBlockedMaxQueries = 12;
 
 inline F8 load_row8(const void* rows, bool f16, std::size_t offset) {
   if (f16) return simd::f8_load_fp16(static_cast<const uint8_t*>(rows) + 2 * offset);
@@ -140,7 +144,7 @@ void weighted_sum_blocked(const void* values, int32_t n_rows, int dim, const flo
 // KernelTable::attn_logits: logits[j * logit_stride + i] = scale * dot(q_j, key row i); dim % 8 == 0.
 void attn_logits(const void* keys, bool f16, int32_t n_rows, int dim, const float* q, int nq, int64_t q_stride,
                  float scale, float* logits, int64_t logit_stride) {
-  if (nq > kRowDotMaxTokens) {  // enough queries to repay packing the keys into panels
+  if (nq > kBlockedMaxQueries) {
     const Item item{static_cast<const uint8_t*>(keys), static_cast<std::size_t>(dim) * (f16 ? 2 : 4), q, logits,
                     q_stride, logit_stride, dim, 0, n_rows, 0, nq};
     if (f16)

@@ -19,7 +19,8 @@ inline float load_one(const void* rows, bool f16, std::size_t offset) {
 void attn_group_logits(const void* keys, bool f16, int32_t n_rows, int dim, const float* q, int nq,
                        int64_t q_stride, float scale, float* logits, int64_t logit_stride) {
   MKV_ASSERT(nq >= 1 && n_rows >= 0 && dim >= 1);
-  if (dim % 8 == 0) return kernel_table().attn_logits(keys, f16, n_rows, dim, q, nq, q_stride, scale, logits, logit_stride);
+  if (dim % 8 == 0)
+    return kernel_table().attn_logits(keys, f16, n_rows, dim, q, nq, q_stride, scale, logits, logit_stride);
   for (int j = 0; j < nq; ++j)
     for (int32_t i = 0; i < n_rows; ++i) {
       float s = 0.0f;
@@ -31,7 +32,8 @@ void attn_group_logits(const void* keys, bool f16, int32_t n_rows, int dim, cons
 void attn_group_weighted_sum(const void* values, bool f16, int32_t n_rows, int dim, const float* w, int nq,
                              int64_t w_stride, float* out, int64_t out_stride) {
   MKV_ASSERT(nq >= 1 && n_rows >= 0 && dim >= 1);
-  if (dim % 8 == 0) return kernel_table().attn_weighted_sum(values, f16, n_rows, dim, w, nq, w_stride, out, out_stride);
+  if (dim % 8 == 0)
+    return kernel_table().attn_weighted_sum(values, f16, n_rows, dim, w, nq, w_stride, out, out_stride);
   for (int j = 0; j < nq; ++j)
     for (int32_t i = 0; i < n_rows; ++i)
       for (int c = 0; c < dim; ++c)
