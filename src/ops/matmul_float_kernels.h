@@ -14,7 +14,9 @@
 //   kPanelCols columns and each kPanelRows rows, the weights are decoded once into a transposed
 //   float panel (column-major: the kPanelRows values of one column are adjacent) and every group
 //   of up to kBlockTokens tokens adds rank-1 updates to a kBlockTokens x kPanelRows block of y held
-//   in 12 registers (per column: 2 panel loads, 6 broadcasts, 12 FMAs).
+//   in 12 registers (per column: 2 panel loads, 6 broadcasts, 12 FMAs). F16 weights are packed
+//   once per product instead, each group of kPanelRows rows at its whole width, as fp16
+//   (kWholeWidthPanels).
 // - Decode-sized items take each weight row's dot products with kTileTokens or 1 tokens,
 //   decoding blocks straight into the FMAs (quantised types: codes x activations per sub-block,
 //   its scale applied once) and streaming one row at a time.
@@ -25,7 +27,9 @@
 
 #include <algorithm>
 #include <array>
+#include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "ops/block_decoders.h"
 #include "ops/kernel_table.h"
@@ -74,6 +78,26 @@ struct RowOperands {
 struct Bf16Bits {
   uint16_t bits;
 };
+
+// F16 weights in a GEMM: items span all the product's tokens and pack each group of kPanelRows rows
+// once, at its whole width, as fp16 (which holds their values exactly, in half the bytes of
+// float32; the kernel converts as it loads, which costs the FMAs next to nothing). Other types pack
+// kPanelCols-column float panels per kItemTokens-token item (a whole-width float32 panel would not
+// stay in L2; for BF16 the 16-bit panel was measured no faster, its conversion being two
+// instructions). HalfPanel<Decoder>::type is the panel's element, void where there is none.
+template <typename Decoder>
+struct HalfPanel {
+  using type = void;
+};
+template <>
+struct HalfPanel<decoders::F16> {
+  using type = uint16_t;  // fp16 bits
+};
+template <typename Decoder>
+constexpr bool kWholeWidthPanels = !std::is_void_v<typename HalfPanel<Decoder>::type>;
+constexpr int64_t kWholeWidthItemRows = 32;  // rows per item of those GEMMs: two panels
+constexpr int64_t kMaxHalfPanelCols = 4096;  // wider rows are packed in pieces of this many columns
+static_assert(kMaxHalfPanelCols % kPanelCols == 0, "pieces of whole column ranges");
 
 inline F8 load_activations(const float* x) { return simd::f8_load(x); }
 inline F8 load_activations(const uint16_t* x) { return simd::f8_load_fp16(reinterpret_cast<const uint8_t*>(x)); }
@@ -171,10 +195,16 @@ void add_row(RowOperands<Act> op, int64_t n_tokens) {
   }
 }
 
+// A panel holds float32 values, or fp16 bits (HalfPanel).
+inline void store_panel_column(float* p, F8 v) { simd::f8_store(p, v); }
+inline void store_panel_column(uint16_t* p, F8 v) { simd::f8_store_fp16(p, v); }
+inline F8 load_panel_column(const float* p) { return simd::f8_load(p); }
+inline F8 load_panel_column(const uint16_t* p) { return simd::f8_load_fp16(reinterpret_cast<const uint8_t*>(p)); }
+
 // Decodes blocks [0, n_blocks) of kPanelRows rows (w_stride bytes apart) into a transposed panel:
 // panel[c * kPanelRows + r] = weight (r, c), for c < n_blocks * kBlockSize.
-template <typename Decoder>
-void pack_panel(const uint8_t* w, std::size_t w_stride, int64_t n_blocks, float* panel) {
+template <typename Decoder, typename PanelValue>
+void pack_panel(const uint8_t* w, std::size_t w_stride, int64_t n_blocks, PanelValue* panel) {
   alignas(32) F8 block[8][Decoder::kBlockSize / 8];  // one decoder block of 8 rows
   for (int r0 = 0; r0 < kPanelRows; r0 += 8)
     for (int64_t b = 0; b < n_blocks; ++b) {
@@ -184,8 +214,8 @@ void pack_panel(const uint8_t* w, std::size_t w_stride, int64_t n_blocks, float*
         F8 columns[8];
         for (int r = 0; r < 8; ++r) columns[r] = block[r][g];
         simd::transpose8(columns);
-        float* out = panel + (b * Decoder::kBlockSize + 8 * g) * kPanelRows + r0;
-        for (int c = 0; c < 8; ++c) simd::f8_store(out + c * kPanelRows, columns[c]);
+        PanelValue* out = panel + (b * Decoder::kBlockSize + 8 * g) * kPanelRows + r0;
+        for (int c = 0; c < 8; ++c) store_panel_column(out + c * kPanelRows, columns[c]);
       }
     }
 }
@@ -201,13 +231,13 @@ void prefetch_panel(const uint8_t* w, std::size_t w_stride, int64_t n_blocks) {
 }
 
 // y[t][0..kPanelRows) += sum over c < n_cols of x[t][c] * panel column c, for T tokens.
-template <int T>
-void add_panel_block(const float* panel, int64_t n_cols, const float* x, int64_t x_stride, float* y,
+template <typename PanelValue, int T>
+void add_panel_block(const PanelValue* panel, int64_t n_cols, const float* x, int64_t x_stride, float* y,
                      int64_t y_stride) {
   F8 acc[T][2];
   for (auto& a : acc) a[0] = a[1] = simd::f8_zero();
   for (int64_t c = 0; c < n_cols; ++c) {
-    const F8 w0 = simd::f8_load(panel + c * kPanelRows), w1 = simd::f8_load(panel + c * kPanelRows + 8);
+    const F8 w0 = load_panel_column(panel + c * kPanelRows), w1 = load_panel_column(panel + c * kPanelRows + 8);
     for (int t = 0; t < T; ++t) {
       const F8 xv = simd::f8_set1(x[t * x_stride + c]);
       acc[t][0] = simd::fmadd(xv, w0, acc[t][0]);
@@ -221,19 +251,21 @@ void add_panel_block(const float* panel, int64_t n_cols, const float* x, int64_t
   }
 }
 
-// add_panel_block<T> for T = 1 .. kBlockTokens, indexed by T - 1.
-template <int... I>
+// add_panel_block<PanelValue, T> for T = 1 .. kBlockTokens, indexed by T - 1.
+template <typename PanelValue, int... I>
 constexpr auto panel_block_kernels(std::integer_sequence<int, I...>) {
-  return std::array{&add_panel_block<I + 1>...};
+  return std::array{&add_panel_block<PanelValue, I + 1>...};
 }
-constexpr auto kPanelBlockKernels = panel_block_kernels(std::make_integer_sequence<int, kBlockTokens>{});
+template <typename PanelValue>
+constexpr auto kPanelBlockKernels = panel_block_kernels<PanelValue>(std::make_integer_sequence<int, kBlockTokens>{});
 
-// All of the item's tokens against one packed panel (x and y positioned at its first column / row).
-void add_panel(const float* panel, int64_t n_cols, const float* x, int64_t x_stride, float* y, int64_t y_stride,
+// n_tokens tokens against n_cols columns of a packed panel (x and y positioned at its first column / row).
+template <typename PanelValue>
+void add_panel(const PanelValue* panel, int64_t n_cols, const float* x, int64_t x_stride, float* y, int64_t y_stride,
                int64_t n_tokens) {
   for (int64_t t0 = 0; t0 < n_tokens; t0 += kBlockTokens) {
     const int64_t tokens = std::min<int64_t>(kBlockTokens, n_tokens - t0);
-    kPanelBlockKernels[tokens - 1](panel, n_cols, x + t0 * x_stride, x_stride, y + t0 * y_stride, y_stride);
+    kPanelBlockKernels<PanelValue>[tokens - 1](panel, n_cols, x + t0 * x_stride, x_stride, y + t0 * y_stride, y_stride);
   }
 }
 
@@ -248,22 +280,41 @@ void add_tail_columns(GgmlType type, const Item& item, int64_t first_col) {
     }
 }
 
-// Computes the item's part of y: whole panels of kPanelRows rows as a GEMM when the item has more
-// than kRowDotMaxTokens tokens; the other rows (all of them for decode-sized items) one weight row at
-// a time, decoding blocks straight into the FMAs. Decode-sized items stream one row at a time:
-// there is no reuse to gain from several rows at once, and several concurrent row streams were
-// slower than one.
-template <typename Decoder>
-void run_item(GgmlType type, const Item& item) {
-  const int64_t n_tokens = item.token_end - item.token_begin;
-  for (int64_t t = item.token_begin; t < item.token_end; ++t)
-    std::fill(item.y + t * item.y_stride + item.row_begin, item.y + t * item.y_stride + item.row_end, 0.0f);
+// Tokens per work item of a GEMM: batches of (nearly) equal size, at most max_tokens each, rounded
+// up to whole register blocks of block_tokens so that only the last batch ends in a partial
+// (slower) block.
+constexpr int64_t item_token_count(int64_t n_tokens, int64_t max_tokens, int64_t block_tokens) {
+  const int64_t even_split = (n_tokens + max_tokens - 1) / max_tokens;
+  return ((n_tokens + even_split - 1) / even_split + block_tokens - 1) / block_tokens * block_tokens;
+}
 
+// The item's whole groups of kPanelRows rows as a GEMM (x and y positioned at its first token);
+// returns the first row left.
+template <typename Decoder>
+int64_t add_panels(const Item& item, const float* x, float* y, int64_t n_tokens) {
   const int64_t n_blocks = item.cols / Decoder::kBlockSize;
-  const float* x = item.x + item.token_begin * item.x_stride;
-  float* y = item.y + item.token_begin * item.y_stride;
   int64_t r0 = item.row_begin;
-  if (n_tokens > kRowDotMaxTokens) {
+  if constexpr (kWholeWidthPanels<Decoder>) {
+    // One fp16 panel per kPanelRows rows and up to kMaxHalfPanelCols columns, packed once for all
+    // the item's tokens (at most 128 KiB: it stays in L2 while they pass); the tokens pass over it
+    // about kItemTokens at a time, kPanelCols columns at a time, as over the column panels below
+    // (the same order of the sums: the results are those of the column panels, bit for bit).
+    thread_local std::vector<typename HalfPanel<Decoder>::type> panel;  // (width, kPanelRows), transposed
+    const int64_t n_cols = n_blocks * Decoder::kBlockSize;
+    const int64_t width = std::min(n_cols, kMaxHalfPanelCols);
+    panel.resize(static_cast<std::size_t>(width * kPanelRows));
+    const int64_t chunk_tokens = item_token_count(n_tokens, kItemTokens, kBlockTokens);
+    for (; item.row_end - r0 >= kPanelRows; r0 += kPanelRows)
+      for (int64_t p0 = 0; p0 < n_cols; p0 += width) {
+        const int64_t p_cols = std::min(width, n_cols - p0);
+        pack_panel<Decoder>(item.weights + r0 * item.row_bytes + p0 / Decoder::kBlockSize * Decoder::kBlockBytes,
+                            item.row_bytes, p_cols / Decoder::kBlockSize, panel.data());
+        for (int64_t t0 = 0; t0 < n_tokens; t0 += chunk_tokens)
+          for (int64_t c0 = 0; c0 < p_cols; c0 += kPanelCols)
+            add_panel(panel.data() + c0 * kPanelRows, std::min(kPanelCols, p_cols - c0), x + t0 * item.x_stride + p0 + c0,
+                      item.x_stride, y + t0 * item.y_stride + r0, item.y_stride, std::min(chunk_tokens, n_tokens - t0));
+      }
+  } else {
     static_assert(kPanelCols % Decoder::kBlockSize == 0, "a panel holds whole decoder blocks");
     constexpr int64_t kPanelBlocks = kPanelCols / Decoder::kBlockSize;
     alignas(64) float panel[kPanelCols * kPanelRows];  // (kPanelCols, kPanelRows) decoded weights, transposed
@@ -281,11 +332,29 @@ void run_item(GgmlType type, const Item& item) {
                   n_tokens);
       }
   }
+  return r0;
+}
+
+// Computes the item's part of y: whole panels of kPanelRows rows as a GEMM when the item has more
+// than kRowDotMaxTokens tokens; the other rows (all of them for decode-sized items) one weight row at
+// a time, decoding blocks straight into the FMAs. Decode-sized items stream one row at a time:
+// there is no reuse to gain from several rows at once, and several concurrent row streams were
+// slower than one.
+template <typename Decoder>
+void run_item(GgmlType type, const Item& item) {
+  const int64_t n_tokens = item.token_end - item.token_begin;
+  for (int64_t t = item.token_begin; t < item.token_end; ++t)
+    std::fill(item.y + t * item.y_stride + item.row_begin, item.y + t * item.y_stride + item.row_end, 0.0f);
+
+  const int64_t n_blocks = item.cols / Decoder::kBlockSize;
+  const float* x = item.x + item.token_begin * item.x_stride;
+  float* y = item.y + item.token_begin * item.y_stride;
+  const int64_t first_row_left = n_tokens > kRowDotMaxTokens ? add_panels<Decoder>(item, x, y, n_tokens) : item.row_begin;
   int64_t n_sub = 0;  // sub-block sums per token
   if constexpr (decoders::SubBlockScaled<Decoder>) n_sub = item.cols / Decoder::kSubBlock;
   const float* x_sums = item.x_sums ? item.x_sums + item.token_begin * n_sub : nullptr;
-  for (; r0 < item.row_end; ++r0)
-    add_row<Decoder, float>({item.weights + r0 * item.row_bytes, x, item.x_stride, y + r0, item.y_stride, n_blocks, x_sums, n_sub},
+  for (int64_t r = first_row_left; r < item.row_end; ++r)
+    add_row<Decoder, float>({item.weights + r * item.row_bytes, x, item.x_stride, y + r, item.y_stride, n_blocks, x_sums, n_sub},
                      n_tokens);
   if (n_blocks * Decoder::kBlockSize < item.cols) add_tail_columns(type, item, n_blocks * Decoder::kBlockSize);
 }
@@ -311,24 +380,17 @@ const float* x_sub_sums(const float* x, int64_t n_tokens, int64_t cols, float* s
   return nullptr;
 }
 
-// Tokens per work item of a GEMM: batches of (nearly) equal size, at most max_tokens each, rounded
-// up to whole register blocks of block_tokens so that only the last batch ends in a partial
-// (slower) block.
-constexpr int64_t item_token_count(int64_t n_tokens, int64_t max_tokens, int64_t block_tokens) {
-  const int64_t even_split = (n_tokens + max_tokens - 1) / max_tokens;
-  return ((n_tokens + even_split - 1) / even_split + block_tokens - 1) / block_tokens * block_tokens;
-}
-
 void matmul_float(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, float* sums) {
-  const int64_t item_tokens = item_token_count(n_tokens, kItemTokens, kBlockTokens);
-  const int64_t n_token_items = (n_tokens + item_tokens - 1) / item_tokens;
-  const int64_t n_row_items = (w.rows + kItemRows - 1) / kItemRows;
-  const int64_t n_items = n_token_items * n_row_items;
   const Item whole{static_cast<const uint8_t*>(w.data), ggml_row_bytes(w.type, w.cols), x, y, w.cols, w.rows, w.cols, 0, 0, 0, 0};
-  // Waking the thread team costs microseconds: small products run on the calling thread.
-  const bool parallel = n_items > 1 && w.rows * w.cols * n_tokens >= kMinParallelMacs;
-
   decoders::visit_decoder(w.type, [&]<typename Decoder>() {
+    const bool whole_width = kWholeWidthPanels<Decoder> && n_tokens > kRowDotMaxTokens;
+    const int64_t item_tokens = whole_width ? n_tokens : item_token_count(n_tokens, kItemTokens, kBlockTokens);
+    const int64_t item_rows = whole_width ? kWholeWidthItemRows : kItemRows;
+    const int64_t n_token_items = (n_tokens + item_tokens - 1) / item_tokens;
+    const int64_t n_row_items = (w.rows + item_rows - 1) / item_rows;
+    const int64_t n_items = n_token_items * n_row_items;
+    // Waking the thread team costs microseconds: small products run on the calling thread.
+    const bool parallel = n_items > 1 && w.rows * w.cols * n_tokens >= kMinParallelMacs;
     const float* x_sums = x_sub_sums<Decoder>(x, n_tokens, w.cols, sums);
 #pragma omp parallel for schedule(dynamic, 1) if (parallel)
     for (int64_t i = 0; i < n_items; ++i) {
@@ -336,8 +398,8 @@ void matmul_float(const WeightMatrix& w, const float* x, int64_t n_tokens, float
       item.x_sums = x_sums;
       item.token_begin = (i / n_row_items) * item_tokens;
       item.token_end = std::min(n_tokens, item.token_begin + item_tokens);
-      item.row_begin = (i % n_row_items) * kItemRows;
-      item.row_end = std::min(w.rows, item.row_begin + kItemRows);
+      item.row_begin = (i % n_row_items) * item_rows;
+      item.row_end = std::min(w.rows, item.row_begin + item_rows);
       run_item<Decoder>(w.type, item);
     }
   });
