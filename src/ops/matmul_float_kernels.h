@@ -98,6 +98,9 @@ constexpr bool kWholeWidthPanels = !std::is_void_v<typename HalfPanel<Decoder>::
 constexpr int64_t kWholeWidthItemRows = 32;  // rows per item of those GEMMs: two panels
 constexpr int64_t kMaxHalfPanelCols = 4096;  // wider rows are packed in pieces of this many columns
 static_assert(kMaxHalfPanelCols % kPanelCols == 0, "pieces of whole column ranges");
+// Tokens per pass over such a panel: fewer than kItemTokens, so that the x they read stays in L2 next
+// to the panel.
+constexpr int64_t kHalfPanelChunkTokens = 64;
 
 inline F8 load_activations(const float* x) { return simd::f8_load(x); }
 inline F8 load_activations(const uint16_t* x) { return simd::f8_load_fp16(reinterpret_cast<const uint8_t*>(x)); }
@@ -297,13 +300,14 @@ int64_t add_panels(const Item& item, const float* x, float* y, int64_t n_tokens)
   if constexpr (kWholeWidthPanels<Decoder>) {
     // One fp16 panel per kPanelRows rows and up to kMaxHalfPanelCols columns, packed once for all
     // the item's tokens (at most 128 KiB: it stays in L2 while they pass); the tokens pass over it
-    // about kItemTokens at a time, kPanelCols columns at a time, as over the column panels below
-    // (the same order of the sums: the results are those of the column panels, bit for bit).
+    // about kHalfPanelChunkTokens at a time, kPanelCols columns at a time, as over the column
+    // panels below (the same order of the sums: the results are those of the column panels, bit
+    // for bit).
     thread_local std::vector<typename HalfPanel<Decoder>::type> panel;  // (width, kPanelRows), transposed
     const int64_t n_cols = n_blocks * Decoder::kBlockSize;
     const int64_t width = std::min(n_cols, kMaxHalfPanelCols);
     panel.resize(static_cast<std::size_t>(width * kPanelRows));
-    const int64_t chunk_tokens = item_token_count(n_tokens, kItemTokens, kBlockTokens);
+    const int64_t chunk_tokens = item_token_count(n_tokens, kHalfPanelChunkTokens, kBlockTokens);
     for (; item.row_end - r0 >= kPanelRows; r0 += kPanelRows)
       for (int64_t p0 = 0; p0 < n_cols; p0 += width) {
         const int64_t p_cols = std::min(width, n_cols - p0);
