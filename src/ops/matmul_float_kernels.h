@@ -84,17 +84,9 @@ struct Bf16Bits {
 // float32; the kernel converts as it loads, which costs the FMAs next to nothing). Other types pack
 // kPanelCols-column float panels per kItemTokens-token item (a whole-width float32 panel would not
 // stay in L2; for BF16 the 16-bit panel was measured no faster, its conversion being two
-// instructions). HalfPanel<Decoder>::type is the panel's element, void where there is none.
+// instructions).
 template <typename Decoder>
-struct HalfPanel {
-  using type = void;
-};
-template <>
-struct HalfPanel<decoders::F16> {
-  using type = uint16_t;  // fp16 bits
-};
-template <typename Decoder>
-constexpr bool kWholeWidthPanels = !std::is_void_v<typename HalfPanel<Decoder>::type>;
+constexpr bool kWholeWidthPanels = std::is_same_v<Decoder, decoders::F16>;
 constexpr int64_t kWholeWidthItemRows = 32;  // rows per item of those GEMMs: two panels
 constexpr int64_t kMaxHalfPanelCols = 4096;  // wider rows are packed in pieces of this many columns
 static_assert(kMaxHalfPanelCols % kPanelCols == 0, "pieces of whole column ranges");
@@ -198,7 +190,7 @@ void add_row(RowOperands<Act> op, int64_t n_tokens) {
   }
 }
 
-// A panel holds float32 values, or fp16 bits (HalfPanel).
+// A panel holds float32 values, or fp16 bits (uint16_t: kWholeWidthPanels).
 inline void store_panel_column(float* p, F8 v) { simd::f8_store(p, v); }
 inline void store_panel_column(uint16_t* p, F8 v) { simd::f8_store_fp16(p, v); }
 inline F8 load_panel_column(const float* p) { return simd::f8_load(p); }
@@ -303,7 +295,7 @@ int64_t add_panels(const Item& item, const float* x, float* y, int64_t n_tokens)
     // about kHalfPanelChunkTokens at a time, kPanelCols columns at a time, as over the column
     // panels below (the same order of the sums: the results are those of the column panels, bit
     // for bit).
-    thread_local std::vector<typename HalfPanel<Decoder>::type> panel;  // (width, kPanelRows), transposed
+    thread_local std::vector<uint16_t> panel;  // (width, kPanelRows) fp16 bits, transposed
     const int64_t n_cols = n_blocks * Decoder::kBlockSize;
     const int64_t width = std::min(n_cols, kMaxHalfPanelCols);
     panel.resize(static_cast<std::size_t>(width * kPanelRows));
