@@ -225,10 +225,11 @@ void prefetch_panel(const uint8_t* w, std::size_t w_stride, int64_t n_blocks) {
     for (std::size_t offset = 0; offset < bytes; offset += 64) __builtin_prefetch(w + r * w_stride + offset, 0, 2);
 }
 
-// y[t][0..kPanelRows) += sum over c < n_cols of x[t][c] * panel column c, for T tokens.
+// y[t][0..kPanelRows) += sum over c < n_cols of x[t][c] * panel column c, for T tokens (= instead of
+// += for the first columns of a row: y is not zeroed beforehand).
 template <typename PanelValue, int T>
 void add_panel_block(const PanelValue* panel, int64_t n_cols, const float* x, int64_t x_stride, float* y,
-                     int64_t y_stride) {
+                     int64_t y_stride, bool first) {
   F8 acc[T][2];
   for (auto& a : acc) a[0] = a[1] = simd::f8_zero();
   for (int64_t c = 0; c < n_cols; ++c) {
@@ -241,8 +242,8 @@ void add_panel_block(const PanelValue* panel, int64_t n_cols, const float* x, in
   }
   for (int t = 0; t < T; ++t) {
     float* out = y + t * y_stride;
-    simd::f8_store(out, simd::f8_load(out) + acc[t][0]);
-    simd::f8_store(out + 8, simd::f8_load(out + 8) + acc[t][1]);
+    simd::f8_store(out, first ? acc[t][0] : simd::f8_load(out) + acc[t][0]);
+    simd::f8_store(out + 8, first ? acc[t][1] : simd::f8_load(out + 8) + acc[t][1]);
   }
 }
 
@@ -257,10 +258,10 @@ constexpr auto kPanelBlockKernels = panel_block_kernels<PanelValue>(std::make_in
 // n_tokens tokens against n_cols columns of a packed panel (x and y positioned at its first column / row).
 template <typename PanelValue>
 void add_panel(const PanelValue* panel, int64_t n_cols, const float* x, int64_t x_stride, float* y, int64_t y_stride,
-               int64_t n_tokens) {
+               int64_t n_tokens, bool first) {
   for (int64_t t0 = 0; t0 < n_tokens; t0 += kBlockTokens) {
     const int64_t tokens = std::min<int64_t>(kBlockTokens, n_tokens - t0);
-    kPanelBlockKernels<PanelValue>[tokens - 1](panel, n_cols, x + t0 * x_stride, x_stride, y + t0 * y_stride, y_stride);
+    kPanelBlockKernels<PanelValue>[tokens - 1](panel, n_cols, x + t0 * x_stride, x_stride, y + t0 * y_stride, y_stride, first);
   }
 }
 
@@ -289,6 +290,7 @@ template <typename Decoder>
 int64_t add_panels(const Item& item, const float* x, float* y, int64_t n_tokens) {
   const int64_t n_blocks = item.cols / Decoder::kBlockSize;
   int64_t r0 = item.row_begin;
+  if (n_blocks == 0) return r0;  // only tail columns: the panels would write none of y
   if constexpr (kWholeWidthPanels<Decoder>) {
     // One fp16 panel per kPanelRows rows and up to kMaxHalfPanelCols columns, packed once for all
     // the item's tokens (at most 128 KiB: it stays in L2 while they pass); the tokens pass over it
@@ -308,7 +310,8 @@ int64_t add_panels(const Item& item, const float* x, float* y, int64_t n_tokens)
         for (int64_t t0 = 0; t0 < n_tokens; t0 += chunk_tokens)
           for (int64_t c0 = 0; c0 < p_cols; c0 += kPanelCols)
             add_panel(panel.data() + c0 * kPanelRows, std::min(kPanelCols, p_cols - c0), x + t0 * item.x_stride + p0 + c0,
-                      item.x_stride, y + t0 * item.y_stride + r0, item.y_stride, std::min(chunk_tokens, n_tokens - t0));
+                      item.x_stride, y + t0 * item.y_stride + r0, item.y_stride, std::min(chunk_tokens, n_tokens - t0),
+                      p0 + c0 == 0);
       }
   } else {
     static_assert(kPanelCols % Decoder::kBlockSize == 0, "a panel holds whole decoder blocks");
@@ -325,7 +328,7 @@ int64_t add_panels(const Item& item, const float* x, float* y, int64_t n_tokens)
         else if (item.row_end - r0 >= 2 * kPanelRows)
           prefetch_panel<Decoder>(item.weights + (r0 + kPanelRows) * item.row_bytes, item.row_bytes, std::min(kPanelBlocks, n_blocks));
         add_panel(panel, blocks * Decoder::kBlockSize, x + b0 * Decoder::kBlockSize, item.x_stride, y + r0, item.y_stride,
-                  n_tokens);
+                  n_tokens, b0 == 0);
       }
   }
   return r0;
@@ -339,13 +342,11 @@ int64_t add_panels(const Item& item, const float* x, float* y, int64_t n_tokens)
 template <typename Decoder>
 void run_item(GgmlType type, const Item& item) {
   const int64_t n_tokens = item.token_end - item.token_begin;
-  for (int64_t t = item.token_begin; t < item.token_end; ++t)
-    std::fill(item.y + t * item.y_stride + item.row_begin, item.y + t * item.y_stride + item.row_end, 0.0f);
-
   const int64_t n_blocks = item.cols / Decoder::kBlockSize;
   const float* x = item.x + item.token_begin * item.x_stride;
   float* y = item.y + item.token_begin * item.y_stride;
   const int64_t first_row_left = n_tokens > kRowDotMaxTokens ? add_panels<Decoder>(item, x, y, n_tokens) : item.row_begin;
+  for (int64_t t = 0; t < n_tokens; ++t) std::fill(y + t * item.y_stride + first_row_left, y + t * item.y_stride + item.row_end, 0.0f);
   int64_t n_sub = 0;  // sub-block sums per token
   if constexpr (decoders::SubBlockScaled<Decoder>) n_sub = item.cols / Decoder::kSubBlock;
   const float* x_sums = item.x_sums ? item.x_sums + item.token_begin * n_sub : nullptr;

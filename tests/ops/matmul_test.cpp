@@ -189,7 +189,8 @@ TEST(Matmul, F16GemmGivesTheF32GemmOfTheSameValuesBitForBit) {
 
 TEST(Matmul, FloatTypesWithColumnsNotAMultipleOfEight) {
   for (GgmlType type : {GgmlType::F32, GgmlType::F16, GgmlType::BF16})
-    for (int64_t cols : {1, 13, 45}) check_against_reference({type, 5, cols, 4});
+    for (int64_t cols : {1, 13, 45})
+      for (int64_t n_tokens : {4, 20}) check_against_reference({type, 37, cols, n_tokens});
 }
 
 TEST(Matmul, RejectsBadShapes) {
