@@ -200,6 +200,13 @@ inline F8 load_panel_column(const uint16_t* p) { return simd::f8_load_fp16(reint
 // panel[c * kPanelRows + r] = weight (r, c), for c < n_blocks * kBlockSize.
 template <typename Decoder, typename PanelValue>
 void pack_panel(const uint8_t* w, std::size_t w_stride, int64_t n_blocks, PanelValue* panel) {
+  if constexpr (std::is_same_v<Decoder, decoders::F16> && std::is_same_v<PanelValue, uint16_t>) {
+    // fp16 into fp16: the bits are moved as they are, without a round trip through float32.
+    for (int r0 = 0; r0 < kPanelRows; r0 += 8)
+      for (int64_t b = 0; b < n_blocks; ++b)
+        simd::transpose8_u16(w + r0 * w_stride + b * Decoder::kBlockBytes, w_stride, panel + b * 8 * kPanelRows + r0, kPanelRows);
+    return;
+  }
   alignas(32) F8 block[8][Decoder::kBlockSize / 8];  // one decoder block of 8 rows
   for (int r0 = 0; r0 < kPanelRows; r0 += 8)
     for (int64_t b = 0; b < n_blocks; ++b) {
@@ -256,12 +263,17 @@ template <typename PanelValue>
 constexpr auto kPanelBlockKernels = panel_block_kernels<PanelValue>(std::make_integer_sequence<int, kBlockTokens>{});
 
 // n_tokens tokens against n_cols columns of a packed panel (x and y positioned at its first column / row).
+// Blocks of kBlockTokens tokens; a last block of fewer than half that (which would load the panel for
+// one or two tokens) is merged with the one before and the two split in halves, 6 + 2 as 4 + 4.
 template <typename PanelValue>
 void add_panel(const PanelValue* panel, int64_t n_cols, const float* x, int64_t x_stride, float* y, int64_t y_stride,
                int64_t n_tokens, bool first) {
-  for (int64_t t0 = 0; t0 < n_tokens; t0 += kBlockTokens) {
-    const int64_t tokens = std::min<int64_t>(kBlockTokens, n_tokens - t0);
+  for (int64_t t0 = 0; t0 < n_tokens;) {
+    const int64_t left = n_tokens - t0;
+    int64_t tokens = std::min<int64_t>(kBlockTokens, left);
+    if (left > kBlockTokens && left < kBlockTokens + kBlockTokens / 2) tokens = left - left / 2;
     kPanelBlockKernels<PanelValue>[tokens - 1](panel, n_cols, x + t0 * x_stride, x_stride, y + t0 * y_stride, y_stride, first);
+    t0 += tokens;
   }
 }
 

@@ -6,6 +6,7 @@
 // in portable code.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <utility>
@@ -99,6 +100,26 @@ inline void transpose8(F8* a) {
   }
 }
 
+// An 8 x 8 transpose of 16-bit values: out + c * out_stride (values) gets column c of the block
+// whose row r is the 8 values at in + r * in_stride (bytes). 24 unpacks.
+inline void transpose8_u16(const uint8_t* in, std::size_t in_stride, uint16_t* out, std::size_t out_stride) {
+  __m128i a[8], t[8], u[8];
+  for (int r = 0; r < 8; ++r) a[r] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + r * in_stride));
+  for (int r = 0; r < 8; r += 2) {  // t[r]: columns 0-3 of rows r, r + 1 interleaved; t[r + 1]: columns 4-7
+    t[r] = _mm_unpacklo_epi16(a[r], a[r + 1]);
+    t[r + 1] = _mm_unpackhi_epi16(a[r], a[r + 1]);
+  }
+  for (int h = 0; h < 2; ++h)  // u[4h + k]: columns 2k, 2k + 1 of rows 4h .. 4h + 3
+    for (int k = 0; k < 2; ++k) {
+      u[4 * h + 2 * k] = _mm_unpacklo_epi32(t[4 * h + k], t[4 * h + k + 2]);
+      u[4 * h + 2 * k + 1] = _mm_unpackhi_epi32(t[4 * h + k], t[4 * h + k + 2]);
+    }
+  for (int k = 0; k < 4; ++k) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + 2 * k * out_stride), _mm_unpacklo_epi64(u[k], u[k + 4]));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + (2 * k + 1) * out_stride), _mm_unpackhi_epi64(u[k], u[k + 4]));
+  }
+}
+
 inline I8 i8_set1(int32_t a) { return {_mm256_set1_epi32(a)}; }
 inline I8 i8_lane_index() { return {_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)}; }
 // Eight consecutive bytes, zero- or sign-extended to int32.
@@ -175,6 +196,11 @@ inline F8 hsum8(const F8* a) {
 inline void transpose8(F8* a) {
   for (int i = 0; i < 8; ++i)
     for (int j = i + 1; j < 8; ++j) std::swap(a[i].v[j], a[j].v[i]);
+}
+
+inline void transpose8_u16(const uint8_t* in, std::size_t in_stride, uint16_t* out, std::size_t out_stride) {
+  for (int r = 0; r < 8; ++r)
+    for (int c = 0; c < 8; ++c) std::memcpy(out + c * out_stride + r, in + r * in_stride + 2 * c, 2);
 }
 
 inline I8 i8_set1(int32_t a) { return i8_map([a](int) { return a; }); }
