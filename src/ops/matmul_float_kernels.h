@@ -87,8 +87,8 @@ struct Bf16Bits {
 // instructions).
 template <typename Decoder>
 constexpr bool kWholeWidthPanels = std::is_same_v<Decoder, decoders::F16>;
-constexpr int64_t kWholeWidthItemRows = 32;  // rows per item of those GEMMs: two panels
-constexpr int64_t kMaxHalfPanelCols = 4096;  // wider rows are packed in pieces of this many columns
+constexpr int64_t kWholeWidthItemRows = 64;  // rows per item of those GEMMs: four panels, 256 KiB at most
+constexpr int64_t kMaxHalfPanelCols = 2048;  // wider rows are packed in pieces of this many columns
 static_assert(kMaxHalfPanelCols % kPanelCols == 0, "pieces of whole column ranges");
 // Tokens per pass over such a panel: fewer than kItemTokens, so that the x they read stays in L2 next
 // to the panel.
@@ -305,26 +305,32 @@ int64_t add_panels(const Item& item, const float* x, float* y, int64_t n_tokens)
   if (n_blocks == 0) return r0;  // only tail columns: the panels would write none of y
   if constexpr (kWholeWidthPanels<Decoder>) {
     // One fp16 panel per kPanelRows rows and up to kMaxHalfPanelCols columns, packed once for all
-    // the item's tokens (at most 128 KiB: it stays in L2 while they pass); the tokens pass over it
-    // about kHalfPanelChunkTokens at a time, kPanelCols columns at a time, as over the column
-    // panels below (the same order of the sums: the results are those of the column panels, bit
-    // for bit).
-    thread_local std::vector<uint16_t> panel;  // (width, kPanelRows) fp16 bits, transposed
+    // the item's tokens (at most 64 KiB each); the item's groups of rows are packed together and
+    // the tokens pass over them about kHalfPanelChunkTokens at a time, kPanelCols columns at a time,
+    // every group in turn, so that the x read for one group is in L2 for the next. The order of the
+    // sums is that of the column panels below: the results are theirs, bit for bit.
+    constexpr int kGroups = kWholeWidthItemRows / kPanelRows;
+    thread_local std::vector<uint16_t> panels;  // (kGroups, width, kPanelRows) fp16 bits, transposed
     const int64_t n_cols = n_blocks * Decoder::kBlockSize;
     const int64_t width = std::min(n_cols, kMaxHalfPanelCols);
-    panel.resize(static_cast<std::size_t>(width * kPanelRows));
+    panels.resize(static_cast<std::size_t>(kGroups * width * kPanelRows));
     const int64_t chunk_tokens = item_token_count(n_tokens, kHalfPanelChunkTokens, kBlockTokens);
-    for (; item.row_end - r0 >= kPanelRows; r0 += kPanelRows)
+    while (item.row_end - r0 >= kPanelRows) {
+      const int64_t groups = std::min<int64_t>(kGroups, (item.row_end - r0) / kPanelRows);
       for (int64_t p0 = 0; p0 < n_cols; p0 += width) {
         const int64_t p_cols = std::min(width, n_cols - p0);
-        pack_panel<Decoder>(item.weights + r0 * item.row_bytes + p0 / Decoder::kBlockSize * Decoder::kBlockBytes,
-                            item.row_bytes, p_cols / Decoder::kBlockSize, panel.data());
+        for (int64_t g = 0; g < groups; ++g)
+          pack_panel<Decoder>(item.weights + (r0 + g * kPanelRows) * item.row_bytes + p0 / Decoder::kBlockSize * Decoder::kBlockBytes,
+                              item.row_bytes, p_cols / Decoder::kBlockSize, panels.data() + g * width * kPanelRows);
         for (int64_t t0 = 0; t0 < n_tokens; t0 += chunk_tokens)
           for (int64_t c0 = 0; c0 < p_cols; c0 += kPanelCols)
-            add_panel(panel.data() + c0 * kPanelRows, std::min(kPanelCols, p_cols - c0), x + t0 * item.x_stride + p0 + c0,
-                      item.x_stride, y + t0 * item.y_stride + r0, item.y_stride, std::min(chunk_tokens, n_tokens - t0),
-                      p0 + c0 == 0);
+            for (int64_t g = 0; g < groups; ++g)
+              add_panel(panels.data() + (g * width + c0) * kPanelRows, std::min(kPanelCols, p_cols - c0),
+                        x + t0 * item.x_stride + p0 + c0, item.x_stride, y + t0 * item.y_stride + r0 + g * kPanelRows,
+                        item.y_stride, std::min(chunk_tokens, n_tokens - t0), p0 + c0 == 0);
       }
+      r0 += groups * kPanelRows;
+    }
   } else {
     static_assert(kPanelCols % Decoder::kBlockSize == 0, "a panel holds whole decoder blocks");
     constexpr int64_t kPanelBlocks = kPanelCols / Decoder::kBlockSize;
