@@ -89,9 +89,8 @@ template <typename Decoder>
 constexpr bool kWholeWidthPanels = std::is_same_v<Decoder, decoders::F16>;
 constexpr int64_t kWholeWidthItemRows = 64;  // rows per item of those GEMMs: four panels, 256 KiB at most
 constexpr int64_t kMaxHalfPanelCols = 2048;  // wider rows are packed in pieces of this many columns
-static_assert(kMaxHalfPanelCols % kPanelCols == 0, "pieces of whole column ranges");
-// Tokens per pass over such a panel: fewer than kItemTokens, so that the x they read stays in L2 next
-// to the panel.
+static_assert(kMaxHalfPanelCols % 8 == 0, "pieces of whole F16 blocks");
+// Tokens per pass over the item's panels: the x they read stays in L2 from one group to the next.
 constexpr int64_t kHalfPanelChunkTokens = 64;
 
 inline F8 load_activations(const float* x) { return simd::f8_load(x); }
@@ -306,9 +305,10 @@ int64_t add_panels(const Item& item, const float* x, float* y, int64_t n_tokens)
   if constexpr (kWholeWidthPanels<Decoder>) {
     // One fp16 panel per kPanelRows rows and up to kMaxHalfPanelCols columns, packed once for all
     // the item's tokens (at most 64 KiB each); the item's groups of rows are packed together and
-    // the tokens pass over them about kHalfPanelChunkTokens at a time, kPanelCols columns at a time,
-    // every group in turn, so that the x read for one group is in L2 for the next. The order of the
-    // sums is that of the column panels below: the results are theirs, bit for bit.
+    // the tokens pass over them about kHalfPanelChunkTokens at a time, every group in turn, so that
+    // the x read for one group is in L2 for the next. Each register block runs over the panel's
+    // whole width: its 12 accumulators are stored once per panel, not once per kPanelCols columns
+    // (the panel and x stream from L2 as fast as the FMAs take them).
     constexpr int kGroups = kWholeWidthItemRows / kPanelRows;
     thread_local std::vector<uint16_t> panels;  // (kGroups, width, kPanelRows) fp16 bits, transposed
     const int64_t n_cols = n_blocks * Decoder::kBlockSize;
@@ -323,11 +323,10 @@ int64_t add_panels(const Item& item, const float* x, float* y, int64_t n_tokens)
           pack_panel<Decoder>(item.weights + (r0 + g * kPanelRows) * item.row_bytes + p0 / Decoder::kBlockSize * Decoder::kBlockBytes,
                               item.row_bytes, p_cols / Decoder::kBlockSize, panels.data() + g * width * kPanelRows);
         for (int64_t t0 = 0; t0 < n_tokens; t0 += chunk_tokens)
-          for (int64_t c0 = 0; c0 < p_cols; c0 += kPanelCols)
-            for (int64_t g = 0; g < groups; ++g)
-              add_panel(panels.data() + (g * width + c0) * kPanelRows, std::min(kPanelCols, p_cols - c0),
-                        x + t0 * item.x_stride + p0 + c0, item.x_stride, y + t0 * item.y_stride + r0 + g * kPanelRows,
-                        item.y_stride, std::min(chunk_tokens, n_tokens - t0), p0 + c0 == 0);
+          for (int64_t g = 0; g < groups; ++g)
+            add_panel(panels.data() + g * width * kPanelRows, p_cols, x + t0 * item.x_stride + p0, item.x_stride,
+                      y + t0 * item.y_stride + r0 + g * kPanelRows, item.y_stride, std::min(chunk_tokens, n_tokens - t0),
+                      p0 == 0);
       }
       r0 += groups * kPanelRows;
     }
