@@ -8,7 +8,7 @@
 //
 // Blocking as matmul_float's GEMM (matmul_float_kernels.h): work items of up to kBf16ItemTokens
 // tokens x kItemRows rows shared among threads; in an item, each panel of kBf16PanelRows rows x
-// kPanelCols columns is packed once with its column pairs transposed (the 32 rows' 32-bit words of
+// kBf16PanelCols columns is packed once with its column pairs transposed (the 32 rows' 32-bit words of
 // one column pair adjacent: two 512-bit vectors), and every block of up to kBf16GemmTokenBlock
 // tokens (kernel_table.h) adds its products into 2 x 16-lane accumulators per token held in
 // registers (two panel vectors per broadcast of a token's pair: a 16-row panel, one per broadcast,
@@ -27,7 +27,8 @@ namespace mkv::kernels::inline MKV_SIMD_NS {
 namespace {
 
 constexpr int kBf16PanelRows = 32;                   // two 16-lane vectors per column pair
-constexpr int64_t kBf16PanelPairs = kPanelCols / 2;  // column pairs per panel
+constexpr int64_t kBf16PanelCols = 256;
+constexpr int64_t kBf16PanelPairs = kBf16PanelCols / 2;  // column pairs per panel
 static_assert(kBf16GemmTokenBlock == 12, "12 x 2 accumulators + 2 panel vectors + broadcasts, of 32 registers");
 // Tokens per work item: each item packs its panels once, so longer items pack less often (a panel's
 // slice of the item's bf16 activations, 512 B per token, stays in L2).

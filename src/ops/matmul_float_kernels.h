@@ -8,15 +8,14 @@
 // ones (matmul_half_fast: MatmulPrecision::Fast for F16 / BF16 weights; Fast sends decode-sized
 // products of the integer-friendly types to the integer kernels instead).
 //
-// Blocking: the output (n_tokens x rows) is split into work items of up to kItemTokens tokens x
-// kItemRows rows, shared among threads.
-// - Prefill-sized items (more than kRowDotMaxTokens tokens) run as a GEMM: for each range of
-//   kPanelCols columns and each kPanelRows rows, the weights are decoded once into a transposed
-//   float panel (column-major: the kPanelRows values of one column are adjacent) and every group
-//   of up to kBlockTokens tokens adds rank-1 updates to a kBlockTokens x kPanelRows block of y held
-//   in 12 registers (per column: 2 panel loads, 6 broadcasts, 12 FMAs). F16 weights are packed
-//   once per product instead, each group of kPanelRows rows at its whole width, as fp16
-//   (kWholeWidthPanels).
+// Blocking: the output (n_tokens x rows) is split into work items of rows, shared among threads;
+// an item spans all the product's tokens (prompt chunks: several token ranges when the rows alone
+// would leave threads idle).
+// - Prefill-sized items (more than kRowDotMaxTokens tokens) run as a GEMM: each group of
+//   kPanelRows rows is decoded once per item into a transposed panel (column-major: the kPanelRows
+//   values of one column are adjacent) up to kMaxPanelCols columns wide, and every block of up to
+//   kBlockTokens tokens runs over the panel's width adding rank-1 updates to a kBlockTokens x
+//   kPanelRows block of y held in 12 registers (per column: 2 panel loads, 6 broadcasts, 12 FMAs).
 // - Decode-sized items take each weight row's dot products with kTileTokens or 1 tokens,
 //   decoding blocks straight into the FMAs (quantised types: codes x activations per sub-block,
 //   its scale applied once) and streaming one row at a time.
@@ -24,6 +23,8 @@
 // run time", says why the 16-lane forms were left out); the AVX-512 variant differs in its integer
 // dots (VNNI, matmul_int8_kernels.h) and in the compiler's use of EVEX encodings and 32 registers.
 #pragma once
+
+#include <omp.h>
 
 #include <algorithm>
 #include <array>
@@ -41,10 +42,8 @@ using simd::F8;
 
 constexpr int64_t kMinParallelMacs = 1 << 18;  // multiply-adds below which one thread is faster
 constexpr int kTileTokens = kRowDotTileTokens;  // tokens per row-dot tile
-constexpr int64_t kItemRows = 64;
-constexpr int64_t kItemTokens = 128;  // fewer: each weight panel is packed more often; more: x leaves L2
-constexpr int64_t kPanelCols = 256;   // a multiple of every block size
-constexpr int kPanelRows = 16;    // two 8-lane vectors per panel column; 256 x 16 floats = 16 KiB
+constexpr int64_t kItemRows = 64;  // rows per item of decode-sized products
+constexpr int kPanelRows = 16;    // two 8-lane vectors per panel column
 constexpr int kBlockTokens = 6;   // 6 x 2 accumulators + 2 panel vectors + 1 broadcast = 15 of 16 registers
 
 // The part of y that one work item owns, and where its inputs are.
@@ -79,19 +78,23 @@ struct Bf16Bits {
   uint16_t bits;
 };
 
-// F16 weights in a GEMM: items span all the product's tokens and pack each group of kPanelRows rows
-// once, at its whole width, as fp16 (which holds their values exactly, in half the bytes of
-// float32; the kernel converts as it loads, which costs the FMAs next to nothing). Other types pack
-// kPanelCols-column float panels per kItemTokens-token item (a whole-width float32 panel would not
-// stay in L2; for BF16 the 16-bit panel was measured no faster, its conversion being two
-// instructions).
+// A GEMM's panels hold fp16 bits for F16 weights (their values exactly, in half the bytes; the
+// kernel converts as it loads, which costs the FMAs next to nothing) and float32 for the others.
 template <typename Decoder>
-constexpr bool kWholeWidthPanels = std::is_same_v<Decoder, decoders::F16>;
-constexpr int64_t kWholeWidthItemRows = 64;  // rows per item of those GEMMs: four panels, 256 KiB at most
-constexpr int64_t kMaxHalfPanelCols = 2048;  // wider rows are packed in pieces of this many columns
-static_assert(kMaxHalfPanelCols % 8 == 0, "pieces of whole F16 blocks");
-// Tokens per pass over the item's panels: the x they read stays in L2 from one group to the next.
-constexpr int64_t kHalfPanelChunkTokens = 64;
+using PanelValue = std::conditional_t<std::is_same_v<Decoder, decoders::F16>, uint16_t, float>;
+// Wider rows are packed in pieces of this many columns (a multiple of every block size). A register
+// block runs over a whole piece: its accumulators are stored once per piece, and the panel and x
+// stream from L2 as fast as the FMAs take them.
+constexpr int64_t kMaxPanelCols = 2048;
+static_assert(kMaxPanelCols % 256 == 0, "pieces of whole blocks of every type");
+// An item's panels together (4 groups of fp16, 2 of float32): they stay in L2 while its tokens pass.
+constexpr std::size_t kItemPanelBytes = 256 * 1024;
+template <typename Decoder>
+constexpr int64_t kPanelGroups = kItemPanelBytes / (kMaxPanelCols * kPanelRows * sizeof(PanelValue<Decoder>));
+// Tokens per pass over an item's panels: the x they read stays in L2 from one group to the next.
+constexpr int64_t kPanelChunkTokens = 64;
+// Tokens per item at least, when a prompt chunk is split into token ranges for more items.
+constexpr int64_t kMinItemTokens = 64;
 
 inline F8 load_activations(const float* x) { return simd::f8_load(x); }
 inline F8 load_activations(const uint16_t* x) { return simd::f8_load_fp16(reinterpret_cast<const uint8_t*>(x)); }
@@ -189,7 +192,7 @@ void add_row(RowOperands<Act> op, int64_t n_tokens) {
   }
 }
 
-// A panel holds float32 values, or fp16 bits (uint16_t: kWholeWidthPanels).
+// A panel holds float32 values, or fp16 bits (uint16_t: PanelValue of F16).
 inline void store_panel_column(float* p, F8 v) { simd::f8_store(p, v); }
 inline void store_panel_column(uint16_t* p, F8 v) { simd::f8_store_fp16(p, v); }
 inline F8 load_panel_column(const float* p) { return simd::f8_load(p); }
@@ -221,9 +224,9 @@ void pack_panel(const uint8_t* w, std::size_t w_stride, int64_t n_blocks, PanelV
     }
 }
 
-// Asks for the weights of the panel pack_panel will read next (into L2), so that the DRAM reads
-// overlap the current panel's FMAs: the panel's row pieces are too short for the hardware
-// prefetcher to pick up on its own.
+// Asks for the weights of the next panel to pack (into L2), so that the DRAM reads overlap the
+// current panel's FMAs: the panel's row pieces are too short for the hardware prefetcher to pick
+// up on its own (the BF16 GEMM's 256-column panels).
 template <typename Decoder>
 void prefetch_panel(const uint8_t* w, std::size_t w_stride, int64_t n_blocks) {
   const std::size_t bytes = static_cast<std::size_t>(n_blocks) * Decoder::kBlockBytes;
@@ -302,51 +305,29 @@ int64_t add_panels(const Item& item, const float* x, float* y, int64_t n_tokens)
   const int64_t n_blocks = item.cols / Decoder::kBlockSize;
   int64_t r0 = item.row_begin;
   if (n_blocks == 0) return r0;  // only tail columns: the panels would write none of y
-  if constexpr (kWholeWidthPanels<Decoder>) {
-    // One fp16 panel per kPanelRows rows and up to kMaxHalfPanelCols columns, packed once for all
-    // the item's tokens (at most 64 KiB each); the item's groups of rows are packed together and
-    // the tokens pass over them about kHalfPanelChunkTokens at a time, every group in turn, so that
-    // the x read for one group is in L2 for the next. Each register block runs over the panel's
-    // whole width: its 12 accumulators are stored once per panel, not once per kPanelCols columns
-    // (the panel and x stream from L2 as fast as the FMAs take them).
-    constexpr int kGroups = kWholeWidthItemRows / kPanelRows;
-    thread_local std::vector<uint16_t> panels;  // (kGroups, width, kPanelRows) fp16 bits, transposed
-    const int64_t n_cols = n_blocks * Decoder::kBlockSize;
-    const int64_t width = std::min(n_cols, kMaxHalfPanelCols);
-    panels.resize(static_cast<std::size_t>(kGroups * width * kPanelRows));
-    const int64_t chunk_tokens = item_token_count(n_tokens, kHalfPanelChunkTokens, kBlockTokens);
-    while (item.row_end - r0 >= kPanelRows) {
-      const int64_t groups = std::min<int64_t>(kGroups, (item.row_end - r0) / kPanelRows);
-      for (int64_t p0 = 0; p0 < n_cols; p0 += width) {
-        const int64_t p_cols = std::min(width, n_cols - p0);
+  // The item's groups of rows are packed together, a piece of columns at a time, and its tokens
+  // pass over them about kPanelChunkTokens at a time, every group in turn, so that the x read for
+  // one group is in L2 for the next.
+  constexpr int64_t kGroups = kPanelGroups<Decoder>;
+  thread_local std::vector<PanelValue<Decoder>> panels;  // (kGroups, width, kPanelRows), transposed
+  const int64_t n_cols = n_blocks * Decoder::kBlockSize;
+  const int64_t width = std::min(n_cols, kMaxPanelCols);
+  panels.resize(static_cast<std::size_t>(kGroups * width * kPanelRows));
+  const int64_t chunk_tokens = item_token_count(n_tokens, kPanelChunkTokens, kBlockTokens);
+  while (item.row_end - r0 >= kPanelRows) {
+    const int64_t groups = std::min<int64_t>(kGroups, (item.row_end - r0) / kPanelRows);
+    for (int64_t p0 = 0; p0 < n_cols; p0 += width) {
+      const int64_t p_cols = std::min(width, n_cols - p0);
+      for (int64_t g = 0; g < groups; ++g)
+        pack_panel<Decoder>(item.weights + (r0 + g * kPanelRows) * item.row_bytes + p0 / Decoder::kBlockSize * Decoder::kBlockBytes,
+                            item.row_bytes, p_cols / Decoder::kBlockSize, panels.data() + g * width * kPanelRows);
+      for (int64_t t0 = 0; t0 < n_tokens; t0 += chunk_tokens)
         for (int64_t g = 0; g < groups; ++g)
-          pack_panel<Decoder>(item.weights + (r0 + g * kPanelRows) * item.row_bytes + p0 / Decoder::kBlockSize * Decoder::kBlockBytes,
-                              item.row_bytes, p_cols / Decoder::kBlockSize, panels.data() + g * width * kPanelRows);
-        for (int64_t t0 = 0; t0 < n_tokens; t0 += chunk_tokens)
-          for (int64_t g = 0; g < groups; ++g)
-            add_panel(panels.data() + g * width * kPanelRows, p_cols, x + t0 * item.x_stride + p0, item.x_stride,
-                      y + t0 * item.y_stride + r0 + g * kPanelRows, item.y_stride, std::min(chunk_tokens, n_tokens - t0),
-                      p0 == 0);
-      }
-      r0 += groups * kPanelRows;
+          add_panel(panels.data() + g * width * kPanelRows, p_cols, x + t0 * item.x_stride + p0, item.x_stride,
+                    y + t0 * item.y_stride + r0 + g * kPanelRows, item.y_stride, std::min(chunk_tokens, n_tokens - t0),
+                    p0 == 0);
     }
-  } else {
-    static_assert(kPanelCols % Decoder::kBlockSize == 0, "a panel holds whole decoder blocks");
-    constexpr int64_t kPanelBlocks = kPanelCols / Decoder::kBlockSize;
-    alignas(64) float panel[kPanelCols * kPanelRows];  // (kPanelCols, kPanelRows) decoded weights, transposed
-    for (; item.row_end - r0 >= kPanelRows; r0 += kPanelRows)
-      for (int64_t b0 = 0; b0 < n_blocks; b0 += kPanelBlocks) {
-        const int64_t blocks = std::min(kPanelBlocks, n_blocks - b0);
-        pack_panel<Decoder>(item.weights + r0 * item.row_bytes + b0 * Decoder::kBlockBytes, item.row_bytes, blocks, panel);
-        // The next panel: the next columns of these rows, else the first columns of the next rows.
-        if (b0 + kPanelBlocks < n_blocks)
-          prefetch_panel<Decoder>(item.weights + r0 * item.row_bytes + (b0 + kPanelBlocks) * Decoder::kBlockBytes,
-                                  item.row_bytes, std::min(kPanelBlocks, n_blocks - b0 - kPanelBlocks));
-        else if (item.row_end - r0 >= 2 * kPanelRows)
-          prefetch_panel<Decoder>(item.weights + (r0 + kPanelRows) * item.row_bytes, item.row_bytes, std::min(kPanelBlocks, n_blocks));
-        add_panel(panel, blocks * Decoder::kBlockSize, x + b0 * Decoder::kBlockSize, item.x_stride, y + r0, item.y_stride,
-                  n_tokens, b0 == 0);
-      }
+    r0 += groups * kPanelRows;
   }
   return r0;
 }
@@ -397,11 +378,18 @@ const float* x_sub_sums(const float* x, int64_t n_tokens, int64_t cols, float* s
 void matmul_float(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, float* sums) {
   const Item whole{static_cast<const uint8_t*>(w.data), ggml_row_bytes(w.type, w.cols), x, y, w.cols, w.rows, w.cols, 0, 0, 0, 0};
   decoders::visit_decoder(w.type, [&]<typename Decoder>() {
-    const bool whole_width = kWholeWidthPanels<Decoder> && n_tokens > kRowDotMaxTokens;
-    const int64_t item_tokens = whole_width ? n_tokens : item_token_count(n_tokens, kItemTokens, kBlockTokens);
-    const int64_t item_rows = whole_width ? kWholeWidthItemRows : kItemRows;
-    const int64_t n_token_items = (n_tokens + item_tokens - 1) / item_tokens;
+    const bool gemm = n_tokens > kRowDotMaxTokens;
+    const int64_t item_rows = gemm ? kPanelGroups<Decoder> * kPanelRows : kItemRows;
     const int64_t n_row_items = (w.rows + item_rows - 1) / item_rows;
+    // Each item packs its panels once, so its tokens are all the product's, unless the rows alone
+    // give fewer than two items per thread (with many threads, products of few rows).
+    const int64_t wanted_items = 2 * omp_get_max_threads();
+    int64_t item_tokens = n_tokens;
+    if (gemm && n_row_items < wanted_items && n_tokens >= 2 * kMinItemTokens) {
+      const int64_t ranges = std::min((wanted_items + n_row_items - 1) / n_row_items, n_tokens / kMinItemTokens);
+      item_tokens = item_token_count(n_tokens, (n_tokens + ranges - 1) / ranges, kBlockTokens);
+    }
+    const int64_t n_token_items = (n_tokens + item_tokens - 1) / item_tokens;
     const int64_t n_items = n_token_items * n_row_items;
     // Waking the thread team costs microseconds: small products run on the calling thread.
     const bool parallel = n_items > 1 && w.rows * w.cols * n_tokens >= kMinParallelMacs;

@@ -168,11 +168,16 @@ INSTANTIATE_TEST_SUITE_P(AllComputableTypes, MatmulType, ::testing::ValuesIn(kCo
 // columns: two pieces of a packed row, a last column range narrower than 256 and five tail columns;
 // 37 rows: two 16-row panels and five rows on the row-dot path; 25 tokens: partial register
 // blocks; 300 tokens: several token chunks.
-// The F16 GEMM's work items: 4365 columns are packed in three pieces (the last narrow, 5 tail
-// columns after it); 101 rows make a 64-row item of four panel groups, a 37-row item of two and 5
-// rows left for the row dots; 25 and 300 tokens end in partial register blocks.
-TEST(Matmul, F16GemmAcrossPanelPiecesAndGroups) {
-  for (int64_t n_tokens : {25, 300}) check_against_reference({GgmlType::F16, 101, 4365, n_tokens});
+// The GEMM's work items: 4365 (4352 for Q4_K) columns are packed in three pieces, the last
+// narrow (then 5 tail columns); 101 rows make items of four fp16 or two float32 panel groups, the
+// last partial, with 5 rows left for the row dots; 17 rows give too few items for the threads, so
+// that 300 tokens are split into token ranges; 25 and 300 tokens end in partial register blocks.
+TEST(Matmul, GemmAcrossPanelPiecesGroupsAndTokenRanges) {
+  for (GgmlType type : {GgmlType::F16, GgmlType::BF16, GgmlType::Q4_K}) {  // fp16 and float32 panels
+    const bool float_type = type != GgmlType::Q4_K;
+    for (int64_t rows : {101, 17})
+      for (int64_t n_tokens : {25, 300}) check_against_reference({type, rows, float_type ? 4365 : 4352, n_tokens});
+  }
 }
 
 TEST(Matmul, FloatTypesWithColumnsNotAMultipleOfEight) {
