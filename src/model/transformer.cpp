@@ -12,27 +12,29 @@
 namespace mkv {
 namespace {
 
-// Rows per batch from which the per-row steps between the products (norms, RoPE, SwiGLU, residual
+// Values per batch from which the per-row steps between the products (norms, RoPE, SwiGLU, residual
 // adds) run across the thread team: in a prompt chunk they would otherwise leave the other threads
-// waiting; for decode-sized batches waking the team costs more than the rows.
-constexpr int kParallelRowsMin = 16;
+// waiting; for a decode step (one token's rows, qwen3's per-head norms included) waking the team
+// costs more than the work.
+constexpr int64_t kParallelValuesMin = 16 * 1024;
 
-// row(t) for t in [0, n). Each row is computed on its own, so the split does not change the results.
+// row(t) for t in [0, n), rows of row_values values. Each row is computed on its own, so the split
+// does not change the results.
 template <typename RowFn>
-void for_each_row(int n, RowFn&& row) {
-#pragma omp parallel for schedule(static) if (n >= kParallelRowsMin)
+void for_each_row(int n, int64_t row_values, RowFn&& row) {
+#pragma omp parallel for schedule(static) if (n * row_values >= kParallelValuesMin)
   for (int t = 0; t < n; ++t) row(t);
 }
 
 void add_bias(float* rows, const std::vector<float>& bias, int n) {
   if (bias.empty()) return;
   const std::size_t width = bias.size();
-  for_each_row(n, [&](int t) { vec_axpy(1.0f, bias.data(), rows + t * width, static_cast<int>(width)); });
+  for_each_row(n, width, [&](int t) { vec_axpy(1.0f, bias.data(), rows + t * width, static_cast<int>(width)); });
 }
 
 // rows += add, both n rows of `width` values.
 void add_rows(float* rows, const float* add, int n, int width) {
-  for_each_row(n, [&](int t) {
+  for_each_row(n, width, [&](int t) {
     const std::size_t offset = static_cast<std::size_t>(t) * width;
     vec_axpy(1.0f, add + offset, rows + offset, width);
   });
@@ -50,7 +52,7 @@ void product(const WeightMatrix& w, const float* x, int64_t n, float* y, bool ro
 
 // RMSNorm of each of n rows of `width` values (per-row, in place into out).
 void rmsnorm_rows(const float* x, const std::vector<float>& weight, int n, int width, float eps, float* out) {
-  for_each_row(n, [&](int t) {
+  for_each_row(n, width, [&](int t) {
     rmsnorm(x + static_cast<std::size_t>(t) * width, weight.data(), width, eps, out + static_cast<std::size_t>(t) * width);
   });
 }
@@ -155,7 +157,7 @@ void Transformer::attention_block(int l, int n, const int32_t* positions, std::s
     rmsnorm_rows(q_.data(), w.q_norm, n * c.n_heads, c.head_dim_k, c.rms_eps, q_.data());
     rmsnorm_rows(k_.data(), w.k_norm, n * c.n_kv_heads, c.head_dim_k, c.rms_eps, k_.data());
   }
-  for_each_row(n, [&](int t) {
+  for_each_row(n, q_width, [&](int t) {
     rope_.apply(q_.data() + static_cast<std::size_t>(t) * q_width, c.n_heads, positions[t]);
     rope_.apply(k_.data() + static_cast<std::size_t>(t) * k_width, c.n_kv_heads, positions[t]);
   });
@@ -179,7 +181,7 @@ void Transformer::ffn_block(int l, int n, bool row_invariant) {
   rmsnorm_rows(x_.data(), w.ffn_norm, n, c.n_embd, c.rms_eps, xn_.data());
   product(w.w_gate, xn_.data(), n, gate_.data(), row_invariant);
   product(w.w_up, xn_.data(), n, up_.data(), row_invariant);
-  for_each_row(n, [&](int t) {
+  for_each_row(n, c.n_ff, [&](int t) {
     const std::size_t offset = static_cast<std::size_t>(t) * c.n_ff;
     swiglu(gate_.data() + offset, up_.data() + offset, c.n_ff);
   });
