@@ -192,36 +192,34 @@ void add_row(RowOperands<Act> op, int64_t n_tokens) {
   }
 }
 
-// A panel holds float32 values, or fp16 bits (uint16_t: PanelValue of F16).
-inline void store_panel_column(float* p, F8 v) { simd::f8_store(p, v); }
-inline void store_panel_column(uint16_t* p, F8 v) { simd::f8_store_fp16(p, v); }
+// A panel holds float32 values, or fp16 bits (PanelValue).
 inline F8 load_panel_column(const float* p) { return simd::f8_load(p); }
 inline F8 load_panel_column(const uint16_t* p) { return simd::f8_load_fp16(reinterpret_cast<const uint8_t*>(p)); }
 
 // Decodes blocks [0, n_blocks) of kPanelRows rows (w_stride bytes apart) into a transposed panel:
 // panel[c * kPanelRows + r] = weight (r, c), for c < n_blocks * kBlockSize.
-template <typename Decoder, typename PanelValue>
-void pack_panel(const uint8_t* w, std::size_t w_stride, int64_t n_blocks, PanelValue* panel) {
-  if constexpr (std::is_same_v<Decoder, decoders::F16> && std::is_same_v<PanelValue, uint16_t>) {
+template <typename Decoder>
+void pack_panel(const uint8_t* w, std::size_t w_stride, int64_t n_blocks, PanelValue<Decoder>* panel) {
+  if constexpr (std::is_same_v<Decoder, decoders::F16>) {
     // fp16 into fp16: the bits are moved as they are, without a round trip through float32.
     for (int r0 = 0; r0 < kPanelRows; r0 += 8)
       for (int64_t b = 0; b < n_blocks; ++b)
         simd::transpose8_u16(w + r0 * w_stride + b * Decoder::kBlockBytes, w_stride, panel + b * 8 * kPanelRows + r0, kPanelRows);
-    return;
-  }
-  alignas(32) F8 block[8][Decoder::kBlockSize / 8];  // one decoder block of 8 rows
-  for (int r0 = 0; r0 < kPanelRows; r0 += 8)
-    for (int64_t b = 0; b < n_blocks; ++b) {
-      for (int r = 0; r < 8; ++r)
-        Decoder::decode(w + (r0 + r) * w_stride + b * Decoder::kBlockBytes, [&](int g, F8 v) { block[r][g] = v; });
-      for (int g = 0; g < Decoder::kBlockSize / 8; ++g) {
-        F8 columns[8];
-        for (int r = 0; r < 8; ++r) columns[r] = block[r][g];
-        simd::transpose8(columns);
-        PanelValue* out = panel + (b * Decoder::kBlockSize + 8 * g) * kPanelRows + r0;
-        for (int c = 0; c < 8; ++c) store_panel_column(out + c * kPanelRows, columns[c]);
+  } else {
+    alignas(32) F8 block[8][Decoder::kBlockSize / 8];  // one decoder block of 8 rows
+    for (int r0 = 0; r0 < kPanelRows; r0 += 8)
+      for (int64_t b = 0; b < n_blocks; ++b) {
+        for (int r = 0; r < 8; ++r)
+          Decoder::decode(w + (r0 + r) * w_stride + b * Decoder::kBlockBytes, [&](int g, F8 v) { block[r][g] = v; });
+        for (int g = 0; g < Decoder::kBlockSize / 8; ++g) {
+          F8 columns[8];
+          for (int r = 0; r < 8; ++r) columns[r] = block[r][g];
+          simd::transpose8(columns);
+          float* out = panel + (b * Decoder::kBlockSize + 8 * g) * kPanelRows + r0;
+          for (int c = 0; c < 8; ++c) simd::f8_store(out + c * kPanelRows, columns[c]);
+        }
       }
-    }
+  }
 }
 
 // Asks for the weights of the next panel to pack (into L2), so that the DRAM reads overlap the
@@ -236,8 +234,8 @@ void prefetch_panel(const uint8_t* w, std::size_t w_stride, int64_t n_blocks) {
 
 // y[t][0..kPanelRows) += sum over c < n_cols of x[t][c] * panel column c, for T tokens (= instead of
 // += for the first columns of a row: y is not zeroed beforehand).
-template <typename PanelValue, int T>
-void add_panel_block(const PanelValue* panel, int64_t n_cols, const float* x, int64_t x_stride, float* y,
+template <typename Element, int T>
+void add_panel_block(const Element* panel, int64_t n_cols, const float* x, int64_t x_stride, float* y,
                      int64_t y_stride, bool first) {
   F8 acc[T][2];
   for (auto& a : acc) a[0] = a[1] = simd::f8_zero();
@@ -256,25 +254,25 @@ void add_panel_block(const PanelValue* panel, int64_t n_cols, const float* x, in
   }
 }
 
-// add_panel_block<PanelValue, T> for T = 1 .. kBlockTokens, indexed by T - 1.
-template <typename PanelValue, int... I>
+// add_panel_block<Element, T> for T = 1 .. kBlockTokens, indexed by T - 1.
+template <typename Element, int... I>
 constexpr auto panel_block_kernels(std::integer_sequence<int, I...>) {
-  return std::array{&add_panel_block<PanelValue, I + 1>...};
+  return std::array{&add_panel_block<Element, I + 1>...};
 }
-template <typename PanelValue>
-constexpr auto kPanelBlockKernels = panel_block_kernels<PanelValue>(std::make_integer_sequence<int, kBlockTokens>{});
+template <typename Element>
+constexpr auto kPanelBlockKernels = panel_block_kernels<Element>(std::make_integer_sequence<int, kBlockTokens>{});
 
 // n_tokens tokens against n_cols columns of a packed panel (x and y positioned at its first column / row).
 // Blocks of kBlockTokens tokens; a last block of fewer than half that (which would load the panel for
 // one or two tokens) is merged with the one before and the two split in halves, 6 + 2 as 4 + 4.
-template <typename PanelValue>
-void add_panel(const PanelValue* panel, int64_t n_cols, const float* x, int64_t x_stride, float* y, int64_t y_stride,
+template <typename Element>
+void add_panel(const Element* panel, int64_t n_cols, const float* x, int64_t x_stride, float* y, int64_t y_stride,
                int64_t n_tokens, bool first) {
   for (int64_t t0 = 0; t0 < n_tokens;) {
     const int64_t left = n_tokens - t0;
     int64_t tokens = std::min<int64_t>(kBlockTokens, left);
     if (left > kBlockTokens && left < kBlockTokens + kBlockTokens / 2) tokens = left - left / 2;
-    kPanelBlockKernels<PanelValue>[tokens - 1](panel, n_cols, x + t0 * x_stride, x_stride, y + t0 * y_stride, y_stride, first);
+    kPanelBlockKernels<Element>[tokens - 1](panel, n_cols, x + t0 * x_stride, x_stride, y + t0 * y_stride, y_stride, first);
     t0 += tokens;
   }
 }

@@ -163,11 +163,6 @@ TEST_P(MatmulType, EveryVariantAgreesWithTheScalarOne) {
 INSTANTIATE_TEST_SUITE_P(AllComputableTypes, MatmulType, ::testing::ValuesIn(kComputableTypes),
                          [](const auto& info) { return std::string(ggml_type_info(info.param).name); });
 
-// F16 weights take another GEMM (fp16 panels of whole rows, packed once per product) whose sums
-// run in the order of the float32 one: the same values as F32 weights give the same bits. 4365
-// columns: two pieces of a packed row, a last column range narrower than 256 and five tail columns;
-// 37 rows: two 16-row panels and five rows on the row-dot path; 25 tokens: partial register
-// blocks; 300 tokens: several token chunks.
 // The GEMM's work items: 4365 (4352 for Q4_K) columns are packed in three pieces, the last
 // narrow (then 5 tail columns); 101 rows make items of four fp16 or two float32 panel groups, the
 // last partial, with 5 rows left for the row dots; 17 rows give too few items for the threads, so
