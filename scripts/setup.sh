@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 
 packages=(build-essential cmake ninja-build pkg-config git
           libgtest-dev libgmock-dev libbenchmark-dev
-          libfmt-dev libcli11-dev nlohmann-json3-dev libpcre2-dev libcpp-httplib-dev
+          libfmt-dev libcli11-dev nlohmann-json3-dev libpcre2-dev libcpp-httplib-dev libsimde-dev
           pybind11-dev python3-dev python3-numpy python3-pytest python3-venv python3-pip python3-matplotlib)
 missing=()
 for p in "${packages[@]}"; do

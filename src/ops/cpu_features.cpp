@@ -20,6 +20,7 @@ const KernelTable* table_of(CpuVariant variant) {
     case CpuVariant::Scalar: return kScalarKernels;
     case CpuVariant::Avx2: return kAvx2Kernels;
     case CpuVariant::Avx512: return kAvx512Kernels;
+    case CpuVariant::Avx512Emulated: return kAvx512EmulatedKernels;
   }
   return nullptr;
 }
@@ -30,7 +31,8 @@ bool host_runs(CpuVariant variant) {
   const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
   switch (variant) {
     case CpuVariant::Scalar: return true;
-    case CpuVariant::Avx2: return avx2;
+    case CpuVariant::Avx2:
+    case CpuVariant::Avx512Emulated: return avx2;
     case CpuVariant::Avx512:
       return avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
              __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
@@ -53,7 +55,7 @@ bool host_runs_avx512_bf16() {
 CpuVariant best_available() {
   CpuVariant best = CpuVariant::Scalar;
   for (CpuVariant v : kAllCpuVariants)
-    if (cpu_variant_available(v)) best = v;
+    if (v != CpuVariant::Avx512Emulated && cpu_variant_available(v)) best = v;
   return best;
 }
 
@@ -61,7 +63,8 @@ CpuVariant best_available() {
 struct VariantNames {
   std::string_view name, label;
 };
-constexpr VariantNames kVariantNames[] = {{"scalar", "scalar"}, {"avx2", "AVX2"}, {"avx512", "AVX-512"}};
+constexpr VariantNames kVariantNames[] = {
+    {"scalar", "scalar"}, {"avx512-emulated", "AVX-512 (emulated)"}, {"avx2", "AVX2"}, {"avx512", "AVX-512"}};
 static_assert(std::size(kVariantNames) == std::size(kAllCpuVariants));
 
 // The table in use; null until the first product (or set_cpu_variant) chooses one.
@@ -74,7 +77,10 @@ std::string_view cpu_variant_label(CpuVariant variant) { return kVariantNames[st
 
 std::string cpu_variant_unavailable_reason(CpuVariant variant) {
   if (table_of(variant) == nullptr)
-    return fmt::format("this build has no {} kernels (configured with MOMENTKV_NATIVE=OFF)", cpu_variant_name(variant));
+    return variant == CpuVariant::Avx512Emulated && kAvx2Kernels != nullptr
+               ? "this build has no avx512-emulated kernels (configured without SIMDe: apt-get install libsimde-dev)"
+               : fmt::format("this build has no {} kernels (configured with MOMENTKV_NATIVE=OFF)",
+                             cpu_variant_name(variant));
   if (!host_runs(variant))
     return variant == CpuVariant::Avx512 ? "this CPU lacks AVX-512 F/BW/VL/DQ with VNNI"
                                          : "this CPU lacks AVX2/FMA/F16C";
@@ -97,7 +103,7 @@ CpuVariant cpu_variant_from_env(const char* value) {
       MKV_CHECK(cpu_variant_available(v), "MOMENTKV_CPU={}: {}", value, cpu_variant_unavailable_reason(v));
       return v;
     }
-  fail("MOMENTKV_CPU={}: unknown kernel variant (scalar, avx2 or avx512)", value);
+  fail("MOMENTKV_CPU={}: unknown kernel variant (scalar, avx2, avx512 or avx512-emulated)", value);
 }
 
 const KernelTable& kernel_table() {

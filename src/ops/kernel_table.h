@@ -1,8 +1,8 @@
 // The entry points of one compiled kernel variant (private to src/ops). Each variant file
-// (kernels_scalar.cpp, kernels_avx2.cpp, kernels_avx512.cpp) defines its table as constant data
-// (kernel_variant.h), so that merely linking a variant runs none of its instructions;
-// cpu_features.cpp picks the table and matmul.cpp, matmul_int8.cpp, attention_kernels.cpp and
-// vec.cpp call through it after checking their arguments.
+// (kernels_scalar.cpp, kernels_avx2.cpp, kernels_avx512.cpp, kernels_avx512_emulated.cpp) defines
+// its table as constant data (kernel_variant.h), so that merely linking a variant runs none of its
+// instructions; cpu_features.cpp picks the table and matmul.cpp, matmul_int8.cpp,
+// attention_kernels.cpp and vec.cpp call through it after checking their arguments.
 #pragma once
 
 #include <cstdint>
@@ -27,7 +27,8 @@ struct KernelTable {
   // The same product for BF16 weights, cols a multiple of 8 and n_tokens > kRowDotMaxTokens, with x
   // rounded to bf16 first and multiplied by AVX512_BF16's vdpbf16ps (MatmulPrecision::Fast); x_bf16:
   // scratch of bf16_gemm_scratch(n_tokens, cols) values owned by the calling thread. Null in the
-  // variants that lack it (all but avx512); callable only where cpu_has_avx512_bf16().
+  // variants that lack it (scalar, avx2); callable only where cpu_has_avx512_bf16(), and always in
+  // the emulated avx512 variant (bf16_gemm_runs).
   void (*matmul_bf16_gemm)(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, uint16_t* x_bf16);
   // y = W x with quantised activations (int8_operands.h); w is a type matmul_int8_supported()
   // accepts, checked.
@@ -62,6 +63,13 @@ inline constexpr int64_t bf16_gemm_scratch(int64_t n_tokens, int64_t cols) {
 extern const KernelTable* const kScalarKernels;
 extern const KernelTable* const kAvx2Kernels;
 extern const KernelTable* const kAvx512Kernels;
+extern const KernelTable* const kAvx512EmulatedKernels;  // also null in a build without SIMDe
+
+// Whether the table's matmul_bf16_gemm may be called on this host.
+inline bool bf16_gemm_runs(const KernelTable& table) {
+  return table.matmul_bf16_gemm != nullptr &&
+         (table.variant == CpuVariant::Avx512Emulated || cpu_has_avx512_bf16());
+}
 
 // The table of cpu_variant() (chosen on first use; throws MkvError for a bad MOMENTKV_CPU).
 const KernelTable& kernel_table();

@@ -56,7 +56,7 @@ bool takes_half_activations(const WeightMatrix& w, int64_t n_tokens) {
 // else the float GEMM on the rounded values (the same products, summed in another order).
 void matmul_bf16_prefill(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y) {
   const KernelTable& kernels = kernel_table();
-  if (kernels.matmul_bf16_gemm != nullptr && cpu_has_avx512_bf16())
+  if (bf16_gemm_runs(kernels))
     return kernels.matmul_bf16_gemm(w, x, n_tokens, y, thread_scratch<uint16_t>(bf16_gemm_scratch(n_tokens, w.cols)));
   float* rounded = thread_scratch<float, 1>(n_tokens * w.cols);
   const int64_t values = n_tokens * w.cols;

@@ -4,7 +4,7 @@
 // two bf16 products (columns 2p and 2p + 1) into each float32 lane: twice the multiply-adds of a
 // float32 FMA per instruction. The functions that use the instruction carry the target attribute
 // themselves (the variant's file is not compiled for AVX512_BF16); matmul.cpp calls them only
-// where cpu_has_avx512_bf16().
+// where cpu_has_avx512_bf16() (and in the emulated avx512 variant, where SIMDe computes it).
 //
 // Blocking as matmul_float's GEMM (matmul_float_kernels.h): work items of up to kBf16ItemTokens
 // tokens x kItemRows rows shared among threads; in an item, each panel of kBf16PanelRows rows x
@@ -21,7 +21,11 @@
 
 #if MKV_SIMD >= 3
 
+#if defined(MKV_SIMD_EMULATED)
+#define MKV_TARGET_AVX512_BF16  // SIMDe's vdpbf16ps needs no instruction beyond AVX2
+#else
 #define MKV_TARGET_AVX512_BF16 __attribute__((target("avx512bf16")))
+#endif
 
 namespace mkv::kernels::inline MKV_SIMD_NS {
 namespace {

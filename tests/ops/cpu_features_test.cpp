@@ -45,6 +45,7 @@ TEST(CpuVariants, ScalarIsAlwaysThereAndTheBestIsTheDefault) {
   const auto variants = available_cpu_variants();
   ASSERT_FALSE(variants.empty());
   EXPECT_EQ(variants.front(), CpuVariant::Scalar);
+  EXPECT_NE(variants.back(), CpuVariant::Avx512Emulated);  // never the default
   EXPECT_EQ(cpu_variant_from_env(nullptr), variants.back());
   EXPECT_EQ(cpu_variant_from_env(""), variants.back());
   EXPECT_EQ(cpu_variant_unavailable_reason(CpuVariant::Scalar), "");
@@ -62,8 +63,14 @@ TEST(CpuVariants, MatchTheBuildAndTheFlagsInProcCpuinfo) {
   if (!avx512) {
     EXPECT_EQ(cpu_variant_unavailable_reason(CpuVariant::Avx512), "this CPU lacks AVX-512 F/BW/VL/DQ with VNNI");
   }
+#if MOMENTKV_AVX512_EMULATION
+  EXPECT_TRUE(cpu_variant_available(CpuVariant::Avx512Emulated));  // needs what avx2 needs
 #else
-  for (CpuVariant v : {CpuVariant::Avx2, CpuVariant::Avx512}) {
+  EXPECT_EQ(cpu_variant_unavailable_reason(CpuVariant::Avx512Emulated),
+            "this build has no avx512-emulated kernels (configured without SIMDe: apt-get install libsimde-dev)");
+#endif
+#else
+  for (CpuVariant v : {CpuVariant::Avx2, CpuVariant::Avx512, CpuVariant::Avx512Emulated}) {
     EXPECT_FALSE(cpu_variant_available(v));
     EXPECT_NE(cpu_variant_unavailable_reason(v).find("MOMENTKV_NATIVE=OFF"), std::string::npos);
   }
@@ -82,7 +89,7 @@ TEST(CpuVariants, Avx512RunsWhereTheHostHasIt) {
 
 TEST(CpuVariants, ErrorsNameTheValueAndTheReason) {
   EXPECT_EQ(error_of([] { cpu_variant_from_env("avx9"); }),
-            "MOMENTKV_CPU=avx9: unknown kernel variant (scalar, avx2 or avx512)");
+            "MOMENTKV_CPU=avx9: unknown kernel variant (scalar, avx2, avx512 or avx512-emulated)");
   EXPECT_NE(error_of([] { cpu_variant_from_env("AVX2"); }).find("unknown kernel variant"), std::string::npos);
   for (CpuVariant v : kAllCpuVariants) {
     if (cpu_variant_available(v)) continue;
@@ -115,7 +122,7 @@ TEST(CpuVariantsChild, UsesTheVariantInTheEnvironment) {
   const std::string error = error_of([] { cpu_variant(); });
   if (std::string(expected) == "error")
     EXPECT_EQ(error, std::string("MOMENTKV_CPU=") + std::getenv("MOMENTKV_CPU") +
-                         ": unknown kernel variant (scalar, avx2 or avx512)");
+                         ": unknown kernel variant (scalar, avx2, avx512 or avx512-emulated)");
   else
     EXPECT_EQ(cpu_variant_name(cpu_variant()), expected);
 }
