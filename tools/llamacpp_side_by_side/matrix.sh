@@ -57,7 +57,7 @@ flags=$(grep -m1 '^flags' /proc/cpuinfo | tr ' ' '\n' | grep -E '^(avx2|fma|f16c
   echo "  MomentKV rows momentkv holds 1024 cached rows per KV head, llama.cpp its full cache."
   echo "- **Command:** \`tools/llamacpp_side_by_side/matrix.sh $out $threads\` (SHAPE=$shape, TYPES=\"$types\","
   echo "  TESTS=\"$tests\", ROUNDS=$rounds)"
-  echo "- **momentkv:** $("$momentkv" --version | head -1)"
+  echo "- **momentkv:** commit $("$momentkv" --version | sed -n 's/.* commit \([^ ]*\) .*/\1/p') ($("$momentkv" --version | head -1))"
   echo "- **Date:** $(date -u '+%Y-%m-%d %H:%M UTC'). **CPU:** $cpu (family $family model $model_id; $flags), $(nproc) cores, $threads threads"
   echo
   echo "| model | test | kernels | llama.cpp t/s (median) | momentkv t/s (median) | ratio of medians | round ratios: median (range) |"
@@ -76,6 +76,7 @@ row() {
   echo "== $type $test ($label kernels): $n_rounds rounds of $reps" >&2
   local log
   log=$(REPS=$reps "$here/run.sh" "$model" "$base" "$n_rounds" "$threads" "${extra[@]}" | tee /dev/stderr)
+  [ -n "$llama_line" ] || llama_line=$(grep -m1 '^# llama.cpp' <<< "$log" | sed 's/^# //; s/;.*//')
   python3 - "$type" "$test" "$label" "$log" >> "$out" <<'EOF'
 import re, sys
 type_, test, label, log = sys.argv[1:]
@@ -88,6 +89,7 @@ print(f"| {type_} | {name} | {label} | {m[1]} | {m[2]} | **{m[3]}x** | {m[4]}x (
 EOF
 }
 
+llama_line=""
 for type in $types; do
   lower=$(echo "$type" | tr 'A-Z' 'a-z' | tr -d '_')
   model="$models/$shape-$lower.gguf"
@@ -100,4 +102,5 @@ for type in $types; do
     for test in pp512 tg128; do MOMENTKV_CPU=avx2 row "$type" "$test" "avx2 (forced)" "$model"; done
   fi
 done
+printf '\n%s, built by run.sh; in each row both engines ran the same test in\nalternating rounds.\n' "${llama_line:-llama.cpp (no row ran)}" >> "$out"
 echo "wrote $out" >&2
