@@ -23,6 +23,8 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr int kSlurmDefaultMaxArraySize = 1001;  // slurm.conf MaxArraySize: indices 0..1000
+// sbatch retries an unreachable controller for about MessageTimeout (10 s) and a busy one longer.
+constexpr std::chrono::seconds kSbatchLimit(120);
 
 struct LoadedSweep {
   sweep::SweepSpec spec;
@@ -99,7 +101,9 @@ int run_sweep_submit(const SweepOptions& o) {
             o.file, o.file);
   write_file(sweep::script_path(s.spec), script);
   fs::create_directories(s.spec.slurm.logs);  // Slurm does not create --output's folder: a task would fail silently
-  const sweep::CommandResult r = sweep::run_command(command);
+  const sweep::CommandResult r = sweep::run_command(command, kSbatchLimit);
+  MKV_CHECK(!r.timed_out, "sbatch did not finish within {} s and was stopped: the job may or may not be queued "
+            "(`squeue --me` tells; `scontrol ping` tells whether the controller answers)", kSbatchLimit.count());
   const std::string first_err = r.err.substr(0, r.err.find('\n'));
   MKV_CHECK(r.exit_code == 0, "sbatch failed (exit {}): {}", r.exit_code, first_err.empty() ? r.out : first_err);
   const std::string job = r.out.substr(0, r.out.find_first_of(";\n"));  // --parsable: "JOBID[;CLUSTER]"

@@ -10,6 +10,10 @@
 namespace mkv::sweep {
 namespace {
 
+// squeue and sacct retry an unreachable controller for about MessageTimeout (10 s by default) per
+// call; past this the snapshot says the queue did not answer instead of hanging `sweep status`.
+constexpr std::chrono::seconds kSlurmQueryLimit(60);
+
 std::vector<std::string> split(std::string_view line, char sep) {
   std::vector<std::string> out;
   std::size_t start = 0;
@@ -60,7 +64,10 @@ QueueSnapshot parse_squeue(const std::string& text) {
 
 QueueSnapshot query_queue(const std::string& job_name) {
   if (!find_program("squeue")) return {false, "squeue not found: queue states unknown", {}};
-  const CommandResult r = run_command({"squeue", "-h", "-r", "--me", "--name=" + job_name, "-o", "%F|%K|%T|%r"});
+  const CommandResult r =
+      run_command({"squeue", "-h", "-r", "--me", "--name=" + job_name, "-o", "%F|%K|%T|%r"}, kSlurmQueryLimit);
+  if (r.timed_out)
+    return {false, fmt::format("squeue did not answer within {} s: queue states unknown", kSlurmQueryLimit.count()), {}};
   if (r.exit_code != 0)
     return {false, fmt::format("squeue failed (exit {}): {}: queue states unknown", r.exit_code, first_line(r.err)), {}};
   return parse_squeue(r.out);
@@ -81,7 +88,11 @@ AccountingSnapshot query_accounting(const std::set<std::string>& array_jobs) {
   if (array_jobs.empty()) return {false, "", {}};
   if (!find_program("sacct")) return {false, "sacct not found: how failed jobs ended is unknown", {}};
   const CommandResult r =
-      run_command({"sacct", "-n", "-P", "-X", "-j", fmt::format("{}", fmt::join(array_jobs, ",")), "-o", "JobID,State"});
+      run_command({"sacct", "-n", "-P", "-X", "-j", fmt::format("{}", fmt::join(array_jobs, ",")), "-o", "JobID,State"},
+                  kSlurmQueryLimit);
+  if (r.timed_out)
+    return {false, fmt::format("sacct did not answer within {} s: how failed jobs ended is unknown", kSlurmQueryLimit.count()),
+            {}};
   if (r.exit_code != 0 || r.out.empty())
     return {false, fmt::format("sacct gave nothing ({})", first_line(r.err.empty() ? r.out : r.err)), {}};
   return parse_sacct(r.out);

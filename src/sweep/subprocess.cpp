@@ -2,10 +2,12 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -20,6 +22,28 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr std::size_t kMaxCaptured = std::size_t{16} << 20;
+constexpr auto kKillGrace = std::chrono::seconds(2);  // between SIGTERM and SIGKILL on timeout
+using Clock = std::chrono::steady_clock;
+
+// Milliseconds left until `deadline`, for poll(): 0 once it has passed.
+int millis_until(Clock::time_point deadline) {
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+  return left > 0 ? static_cast<int>(std::min<long long>(left, 1 << 30)) : 0;
+}
+
+// Ends `pid` after a timeout: SIGTERM, then SIGKILL if it is still there after kKillGrace; reaps it.
+void terminate(pid_t pid) {
+  ::kill(pid, SIGTERM);
+  const auto until = Clock::now() + kKillGrace;
+  int status = 0;
+  while (Clock::now() < until) {
+    if (::waitpid(pid, &status, WNOHANG) == pid) return;
+    ::usleep(20000);
+  }
+  ::kill(pid, SIGKILL);
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+}
 
 std::vector<char*> c_argv(std::vector<std::string>& args) {
   std::vector<char*> out;
@@ -57,7 +81,7 @@ int exit_status(int status) {
   return -1;
 }
 
-CommandResult run_command(const std::vector<std::string>& argv) {
+CommandResult run_command(const std::vector<std::string>& argv, std::chrono::milliseconds limit) {
   CommandResult r;
   MKV_ASSERT(!argv.empty());
   const std::optional<fs::path> program = find_program(argv[0]);
@@ -89,13 +113,19 @@ CommandResult run_command(const std::vector<std::string>& argv) {
     return r;
   }
   // Read both pipes until both close, so neither fills up and blocks the child.
+  const Clock::time_point deadline = Clock::now() + limit;
   pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
   std::string* sinks[2] = {&r.out, &r.err};
   int open_pipes = 2;
   char buffer[8192];
   while (open_pipes > 0) {
-    if (::poll(fds, 2, -1) < 0) {
+    const int ready = ::poll(fds, 2, millis_until(deadline));
+    if (ready < 0) {
       if (errno == EINTR) continue;
+      break;
+    }
+    if (ready == 0) {  // past the limit
+      r.timed_out = true;
       break;
     }
     for (int i = 0; i < 2; ++i) {
@@ -110,8 +140,21 @@ CommandResult run_command(const std::vector<std::string>& argv) {
       }
     }
   }
+  for (const pollfd& f : fds)
+    if (f.fd >= 0) ::close(f.fd);
+  // Both pipes closed (or the limit passed): wait for the exit, within what is left of the limit.
   int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  while (!r.timed_out) {
+    const pid_t done = ::waitpid(pid, &status, WNOHANG);
+    if (done == pid) break;
+    if (done < 0 && errno != EINTR) break;
+    if (millis_until(deadline) == 0) r.timed_out = true;
+    else ::usleep(10000);
+  }
+  if (r.timed_out) {
+    terminate(pid);
+    r.exit_code = 124;
+    return r;
   }
   r.exit_code = exit_status(status);
   return r;

@@ -4,6 +4,7 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -15,11 +16,14 @@ namespace mkv::sweep {
 std::optional<std::filesystem::path> find_program(const std::string& name);
 
 struct CommandResult {
-  int exit_code = -1;   // 128+N when killed by signal N; 127 when it could not be started
+  int exit_code = -1;      // 128+N when killed by signal N; 127 when it could not be started; 124 on timeout
+  bool timed_out = false;  // it ran past the limit and was killed
   std::string out, err;
 };
-// Runs argv[0] (looked up on $PATH) and waits; stdout and stderr captured (each up to 16 MiB).
-CommandResult run_command(const std::vector<std::string>& argv);
+// Runs argv[0] (looked up on $PATH) and waits at most `limit`; stdout and stderr captured (each up
+// to 16 MiB). Past the limit the program gets SIGTERM, then SIGKILL 2 s later, and the result is
+// exit_code 124 with timed_out set: a Slurm client retrying an unreachable controller never hangs us.
+CommandResult run_command(const std::vector<std::string>& argv, std::chrono::milliseconds limit);
 
 // Starts `program` with `args` in the background, stdin from /dev/null and stdout + stderr
 // appended to `log`; descriptors without close-on-exec (a task lock) are inherited. Returns the

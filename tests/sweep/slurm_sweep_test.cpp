@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <functional>
+#include <iostream>
 #include <regex>
 #include <thread>
 
@@ -25,11 +26,44 @@ using Clock = std::chrono::steady_clock;
 
 const fs::path kClusterScript = fs::path(MOMENTKV_SOURCE_DIR) / "tests" / "sweep" / "slurm_cluster.sh";
 
-// Stops the cluster when the test leaves, however it leaves.
+// The last lines of a log file, for a failure message.
+std::string tail_of(const fs::path& path, std::size_t lines) {
+  if (!fs::exists(path)) return "";
+  const std::string text = test::read_file(path);
+  std::size_t start = text.size();  // start of the last `lines` lines (the final newline ends the last)
+  for (std::size_t n = 0; n <= lines; ++n) {
+    if (start == 0) return text;
+    const std::size_t newline = text.rfind('\n', start - 1);
+    if (newline == std::string::npos) return text;
+    start = newline;
+  }
+  return text.substr(start + 1);
+}
+
+// Stops the cluster when the test leaves, however it leaves; on a failure it first prints the
+// daemons' logs and the tasks' logs, so a run that failed on another machine can be read afterwards.
 struct ClusterGuard {
-  fs::path dir;
+  fs::path dir, task_logs;
   ~ClusterGuard() {
-    if (!dir.empty()) test::run_shell("bash " + kClusterScript.string() + " stop " + dir.string());
+    if (dir.empty()) return;
+    if (::testing::Test::HasFailure()) {
+      for (const char* log : {"slurmctld.log", "slurmd.log", "daemons.err"})
+        std::cout << "--- " << (dir / log).string() << " (last lines)\n" << tail_of(dir / log, 25);
+      if (fs::is_directory(task_logs))
+        for (const fs::directory_entry& e : fs::directory_iterator(task_logs))
+          std::cout << "--- " << e.path().string() << " (last lines)\n" << tail_of(e.path(), 8);
+      std::cout << std::flush;
+    }
+    test::run_shell("bash " + kClusterScript.string() + " stop " + dir.string());
+  }
+};
+
+// A line per stage with the seconds since the test began: where a run stalled shows in its output.
+struct Stages {
+  Clock::time_point start = Clock::now();
+  void operator()(const std::string& what) const {
+    std::cout << fmt::format("[slurm test +{:.0f} s] {}", std::chrono::duration<double>(Clock::now() - start).count(), what)
+              << std::endl;
   }
 };
 
@@ -50,8 +84,13 @@ std::size_t lines_in(const fs::path& path) {
 }
 
 TEST(SlurmSweep, KilledTaskResubmittedMatchesTheLocalRun) {
+  // Every wait below is bounded, and their sum (with the cluster's start and stop) stays under the
+  // 900 s ctest gives the sweep tests, so a stall fails here with the logs printed instead of being
+  // killed silently.
   const fs::path dir = test::temp_dir();
+  const Stages stage;
   ClusterGuard guard;
+  guard.task_logs = dir / "slurm_out" / "logs";
   const test::ShellRun started = test::run_shell(fmt::format("bash {} start {} {}", kClusterScript.string(),
                                                              (dir / "cluster").string(), ::getpid()));
   guard.dir = dir / "cluster";
@@ -59,6 +98,7 @@ TEST(SlurmSweep, KilledTaskResubmittedMatchesTheLocalRun) {
     GTEST_SKIP() << "no Slurm test cluster: " << started.err
                  << "(scripts/test.sh installs Debian's slurm-wlm and munge; the test needs root)";
   ASSERT_EQ(started.exit_code, 0) << "the single-node Slurm cluster did not start:\n" << started.err;
+  stage("cluster up" + (started.err.empty() ? "" : " (" + started.err.substr(0, started.err.find('\n')) + ")"));
   const std::string env = "SLURM_CONF=" + (dir / "cluster" / "slurm.conf").string() + " ";
   const auto momentkv = [&](const std::string& args) { return test::run_shell(env + MOMENTKV_BIN + " " + args); };
 
@@ -79,6 +119,7 @@ TEST(SlurmSweep, KilledTaskResubmittedMatchesTheLocalRun) {
   std::smatch m;
   ASSERT_TRUE(std::regex_search(r.out, m, std::regex("submitted job (\\d+): tasks 0-7 "))) << r.out;
   const std::string job = m[1];
+  stage("submitted job " + job);
 
   // Cancel a task mid-run: one that is running and has written some but not all of its 15 rows.
   int killed = -1;
@@ -96,15 +137,17 @@ TEST(SlurmSweep, KilledTaskResubmittedMatchesTheLocalRun) {
     }
     return false;
   })) << "no task was seen running with 1-8 predictions";
-  r = test::run_shell(env + fmt::format("scancel {}_{}", job, killed));
+  r = test::run_shell(env + fmt::format("timeout 60 scancel {}_{}", job, killed));
   ASSERT_EQ(r.exit_code, 0) << r.err;
+  stage(fmt::format("cancelled task {} at {} predictions", killed, rows_at_kill));
 
   // The array finishes with the cancelled task failed, its predictions partial.
   json s;
-  ASSERT_TRUE(wait_for(180, [&] {
+  ASSERT_TRUE(wait_for(150, [&] {
     s = status();
     return s["counts"]["running"] == 0 && s["counts"]["pending"] == 0;
   })) << s.dump(1);
+  stage("the array finished");
   EXPECT_EQ(s["counts"]["done"], 7) << s.dump(1);
   ASSERT_EQ(s["counts"]["failed"], 1) << s.dump(1);
   const json& failed = s["tasks"][killed];
@@ -125,6 +168,7 @@ TEST(SlurmSweep, KilledTaskResubmittedMatchesTheLocalRun) {
     s = status();
     return s["counts"]["done"] == 8;
   })) << s.dump(1);
+  stage("the resubmitted task finished");
   EXPECT_EQ(lines_in(killed_predictions), 15u);
 
   // The same sweep without Slurm, one process at a time.
@@ -133,6 +177,7 @@ TEST(SlurmSweep, KilledTaskResubmittedMatchesTheLocalRun) {
   test::write_text(local_file, sweep.dump(1));
   r = test::run_momentkv("sweep run " + local_file.string() + " --local 1");
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  stage("the local run finished");
 
   // Every sample of every configuration exactly once, with the same prediction.
   const test::Predictions on_slurm = test::read_predictions(dir / "slurm_out");
