@@ -119,7 +119,8 @@ CommandResult run_command(const std::vector<std::string>& argv, std::chrono::mil
   int open_pipes = 2;
   char buffer[8192];
   while (open_pipes > 0) {
-    const int ready = ::poll(fds, 2, millis_until(deadline));
+    const int left = millis_until(deadline);  // checked every round: a program that writes without end times out too
+    const int ready = left > 0 ? ::poll(fds, 2, left) : 0;
     if (ready < 0) {
       if (errno == EINTR) continue;
       break;

@@ -35,6 +35,15 @@ TEST(RunCommand, StopsAProgramPastItsLimit) {
   EXPECT_LT(seconds_since(start), 5.0);
 }
 
+TEST(RunCommand, StopsAProgramThatWritesWithoutEnd) {
+  const auto start = Clock::now();
+  const CommandResult r = run_command({"yes"}, 300ms);
+  EXPECT_TRUE(r.timed_out);
+  EXPECT_EQ(r.exit_code, 124);
+  EXPECT_LE(r.out.size(), (std::size_t{16} << 20) + 8192);  // capture stops at 16 MiB
+  EXPECT_LT(seconds_since(start), 5.0);
+}
+
 TEST(RunCommand, KillsAProgramThatIgnoresSigterm) {
   // The shell ignores SIGTERM and waits on a 5 s sleep: only SIGKILL, 2 s after SIGTERM, ends it.
   const auto start = Clock::now();
