@@ -31,15 +31,22 @@ int millis_until(Clock::time_point deadline) {
   return left > 0 ? static_cast<int>(std::min<long long>(left, 1 << 30)) : 0;
 }
 
+// Waits until `deadline` for `pid` to exit: true once it is reaped (its wait status in `status`) or
+// cannot be waited for (waitpid fails; `status` untouched); false if it is still running then.
+bool reaped_by(pid_t pid, Clock::time_point deadline, int& status) {
+  while (true) {
+    const pid_t done = ::waitpid(pid, &status, WNOHANG);
+    if (done == pid || (done < 0 && errno != EINTR)) return true;
+    if (Clock::now() >= deadline) return false;
+    ::usleep(10000);
+  }
+}
+
 // Ends `pid` after a timeout: SIGTERM, then SIGKILL if it is still there after kKillGrace; reaps it.
 void terminate(pid_t pid) {
   ::kill(pid, SIGTERM);
-  const auto until = Clock::now() + kKillGrace;
   int status = 0;
-  while (Clock::now() < until) {
-    if (::waitpid(pid, &status, WNOHANG) == pid) return;
-    ::usleep(20000);
-  }
+  if (reaped_by(pid, Clock::now() + kKillGrace, status)) return;
   ::kill(pid, SIGKILL);
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
@@ -145,13 +152,7 @@ CommandResult run_command(const std::vector<std::string>& argv, std::chrono::mil
     if (f.fd >= 0) ::close(f.fd);
   // Both pipes closed (or the limit passed): wait for the exit, within what is left of the limit.
   int status = 0;
-  while (!r.timed_out) {
-    const pid_t done = ::waitpid(pid, &status, WNOHANG);
-    if (done == pid) break;
-    if (done < 0 && errno != EINTR) break;
-    if (millis_until(deadline) == 0) r.timed_out = true;
-    else ::usleep(10000);
-  }
+  if (!r.timed_out && !reaped_by(pid, deadline, status)) r.timed_out = true;
   if (r.timed_out) {
     terminate(pid);
     r.exit_code = 124;

@@ -18,10 +18,10 @@ cmd="${1:-}"; dir="${2:-}"; owner="${3:-}"
 export PATH="$PATH:/usr/sbin:/sbin"
 self="$(cd "$(dirname "$0")" && pwd)/$(basename "$0")"
 
+alive() { [ -s "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }  # the daemon of pid file $1 runs
 stop_pidfile() {  # kill the daemon whose pid file is $1 (TERM, then KILL after 5 s)
-  [ -s "$1" ] || return 0
+  alive "$1" || return 0
   local pid; pid="$(cat "$1")"
-  kill -0 "$pid" 2>/dev/null || return 0
   kill -TERM "$pid" 2>/dev/null
   for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || return 0; sleep 0.1; done
   kill -KILL "$pid" 2>/dev/null
@@ -29,7 +29,7 @@ stop_pidfile() {  # kill the daemon whose pid file is $1 (TERM, then KILL after 
 
 if [ "$cmd" = stop ]; then
   # Jobs first (they belong to this cluster only: SLURM_CONF names it), so no task outlives it.
-  if [ -s "$dir/slurmctld.pid" ] && kill -0 "$(cat "$dir/slurmctld.pid")" 2>/dev/null; then
+  if alive "$dir/slurmctld.pid"; then
     export SLURM_CONF="$dir/slurm.conf"
     timeout 10 scancel --user="$(id -un)" >/dev/null 2>&1
     until=$((SECONDS + 15))  # jobs gone, or 15 s (an unanswering controller makes each call slow)
@@ -62,7 +62,6 @@ free_port() {  # a TCP port nobody listens on (a connect is refused), outside Sl
   done
   echo 26817
 }
-alive() { [ -s "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }  # the daemon of pid file $1 runs
 
 mkdir -p "$dir" && chmod 0700 "$dir" || fail "cannot create $dir"
 dir="$(cd "$dir" && pwd)"
