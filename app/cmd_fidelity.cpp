@@ -5,8 +5,6 @@
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "commands.h"
 #include "eval/held_out.h"
@@ -18,16 +16,6 @@
 #include "eval/fidelity.h"
 
 namespace mkv::cli {
-namespace {
-
-void write_file(const std::filesystem::path& path, const std::string& text) {
-  std::ofstream file(path, std::ios::binary);
-  MKV_CHECK(file.good(), "cannot write '{}'", path.string());
-  file << text;
-  MKV_CHECK(file.good(), "error writing '{}'", path.string());
-}
-
-}  // namespace
 
 int run_fidelity(const FidelityOptions& o) {
   MKV_CHECK(!o.output_dir.empty(), "-o DIR is required (fidelity.md, fidelity.json and plots are written there)");
@@ -56,7 +44,7 @@ int run_fidelity(const FidelityOptions& o) {
   const std::string model_name = std::filesystem::path(m.file->path()).filename().string();
   const std::string md = fmt::format("<!-- {} -->\n{}\n\n", provenance_line(), describe_windows(o.text)) +
                          fidelity_markdown(rows, config, model_name, o.text.windows);
-  write_file(dir / "fidelity.md", md);
+  write_text_file(dir / "fidelity.md", md);
   auto json = fidelity_json(rows, config);
   json["model"] = m.file->path();
   json["text"] = o.text.text_file.empty() ? find_shared_asset("text/tinystories_val.txt") : o.text.text_file;
@@ -64,8 +52,8 @@ int run_fidelity(const FidelityOptions& o) {
   json["split"] = o.text.split;
   json["provenance"] = provenance_line();
   json["seed"] = o.text.seed;
-  write_file(dir / "fidelity.json", json.dump(1) + "\n");
-  for (const auto& [name, svg] : fidelity_plots(rows)) write_file(dir / name, svg);
+  write_text_file(dir / "fidelity.json", json.dump(1) + "\n");
+  for (const auto& [name, svg] : fidelity_plots(rows)) write_text_file(dir / name, svg);
   fmt::print("{}", md);
   fmt::print("\nwrote {}/fidelity.md, fidelity.json and plots\n", o.output_dir);
   return 0;

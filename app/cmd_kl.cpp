@@ -4,8 +4,6 @@
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "commands.h"
 #include "kv/press_registry.h"
@@ -74,8 +72,9 @@ int run_kl(const KlOptions& o) {
   if (!o.json_output.empty()) {  // checked before the run, which may take long
     const std::filesystem::path out(o.json_output);
     MKV_CHECK(!std::filesystem::is_directory(out), "-o '{}' is a directory; give a JSON file name", o.json_output);
-    MKV_CHECK(out.parent_path().empty() || std::filesystem::is_directory(out.parent_path()),
-              "-o '{}': the folder '{}' does not exist", o.json_output, out.parent_path().string());
+    const std::filesystem::path folder = out.parent_path();
+    MKV_CHECK(folder.empty() || std::filesystem::is_directory(folder), "-o '{}': '{}' {}", o.json_output,
+              folder.string(), std::filesystem::exists(folder) ? "is not a folder" : "does not exist");
   }
   CompressionEvalConfig config;
   config.presses = o.presses.empty()
@@ -115,9 +114,7 @@ int run_kl(const KlOptions& o) {
                              {"delta_nll_ci95", interval_json(means.delta_nll)}, {"positions", r.stats.positions()},
                              {"per_window_kl", means.kl}});
     }
-    std::ofstream file(o.json_output);
-    MKV_CHECK(file.good(), "cannot write '{}'", o.json_output);
-    file << out.dump(1) << "\n";
+    write_text_file(o.json_output, out.dump(1) + "\n", "-o");
   }
   return 0;
 }

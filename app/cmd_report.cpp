@@ -4,11 +4,11 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <set>
 
 #include "commands.h"
 #include "core/error.h"
+#include "core/text_file.h"
 #include "eval/report/result_records.h"
 #include "eval/report/score_report.h"
 #include "sweep/shard_coverage.h"
@@ -38,12 +38,6 @@ std::string safe(std::string s) {
   for (char& c : s)
     if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.')) c = '_';
   return s;
-}
-
-void write_file(const fs::path& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary);
-  MKV_CHECK(out.good(), "cannot write '{}'", path.string());
-  out << text;
 }
 
 }  // namespace
@@ -81,18 +75,18 @@ int run_report(const ReportOptions& o) {
   std::string md = fmt::format("# Results\n\nMerged from {} result folder(s).\n\n{}\n", folders.size(), table);
   for (const auto& model : models) {
     const std::string name = safe(model) + "_mean.svg";
-    write_file(fs::path(o.output_dir) / name,
+    write_text_file(fs::path(o.output_dir) / name,
                eval::report::render_svg(eval::report::score_vs_budget_plot(records, model, "")));
     md += fmt::format("![{} mean]({})\n\n", model, name);
     if (tasks.size() > 1)
       for (const auto& task : tasks) {
         const std::string tname = safe(model) + "_" + safe(task) + ".svg";
-        write_file(fs::path(o.output_dir) / tname,
+        write_text_file(fs::path(o.output_dir) / tname,
                    eval::report::render_svg(eval::report::score_vs_budget_plot(records, model, task)));
         md += fmt::format("![{} {}]({})\n\n", model, task, tname);
       }
   }
-  write_file(fs::path(o.output_dir) / "report.md", md);
+  write_text_file(fs::path(o.output_dir) / "report.md", md);
   fmt::print(stderr, "wrote {}/report.md and plots\n", o.output_dir);
   return 0;
 }

@@ -6,11 +6,11 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 
 #include "commands.h"
 #include "core/error.h"
+#include "core/text_file.h"
 #include "sweep/array_script.h"
 #include "sweep/local_runner.h"
 #include "sweep/subprocess.h"
@@ -68,12 +68,6 @@ std::vector<int> select_tasks(const LoadedSweep& s, const SweepOptions& o) {
   return out;
 }
 
-void write_file(const fs::path& path, const std::string& text) {
-  fs::create_directories(path.parent_path());
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << text;
-  MKV_CHECK(out.good(), "cannot write '{}'", path.string());
-}
 
 }  // namespace
 
@@ -99,7 +93,8 @@ int run_sweep_submit(const SweepOptions& o) {
             "sbatch not found on PATH: this machine has no Slurm client (`momentkv sweep submit {} --dry-run` prints the "
             "script; `momentkv sweep run {} --local N` runs the sweep here)",
             o.file, o.file);
-  write_file(sweep::script_path(s.spec), script);
+  fs::create_directories(sweep::script_path(s.spec).parent_path());
+  write_text_file(sweep::script_path(s.spec), script);
   fs::create_directories(s.spec.slurm.logs);  // Slurm does not create --output's folder: a task would fail silently
   const sweep::CommandResult r = sweep::run_command(command, kSbatchLimit);
   MKV_CHECK(!r.timed_out, "sbatch did not finish within {} s and was stopped: the job may or may not be queued "

@@ -3,7 +3,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <iterator>
 #include <map>
 #include <optional>
 #include <string>
@@ -125,6 +128,31 @@ void add_window_flags(CLI::App& cmd, TextWindowOptions& t) {
                  "splits disjoint (choose defaults on dev, report on test)")
       ->capture_default_str();
   cmd.add_option("--seed", t.seed, "order the dev/test windows are drawn in")->capture_default_str();
+}
+
+// Every option of `cmd` and its subcommands refuses an empty value (`-n ""`, `--temp=`), which CLI11
+// would otherwise read as 0 or, for a file, as "not given", except the texts that may be empty.
+void refuse_empty_values(CLI::App& cmd) {
+  static const char* const may_be_empty[] = {"--prompt", "--system-prompt", "--api-key"};
+  const auto empty_allowed = [](const CLI::Option* option) {
+    return std::any_of(std::begin(may_be_empty), std::end(may_be_empty),
+                       [&](const char* name) { return option->check_name(name); });
+  };
+  const CLI::Validator non_empty(
+      [](std::string& value) { return value.empty() ? std::string("an empty value was given") : std::string(); }, "",
+      "non-empty");
+  for (CLI::Option* option : cmd.get_options())
+    if (option->get_items_expected_max() > 0 && !empty_allowed(option))
+      option->check(non_empty);
+  for (CLI::App* sub : cmd.get_subcommands({})) refuse_empty_values(*sub);
+}
+
+// What a command printed to stdout is buffered: a full disk or a closed pipe shows when it is
+// flushed, which must fail the command instead of losing the output silently.
+int flush_stdout(int code) {
+  if (std::fflush(stdout) == 0 && !std::ferror(stdout)) return code;
+  fmt::print(stderr, "error: cannot write to standard output: {}\n", std::strerror(errno));
+  return code != 0 ? code : 1;
 }
 
 }  // namespace
@@ -329,6 +357,7 @@ int main(int argc, char** argv) {
   sweep_status->add_flag("--json", sw.json, "machine-readable output");
   sweep_run->add_option("--local", sw.local, "parallel processes (child processes of this binary)")->required();
 
+  refuse_empty_values(app);
   std::vector<std::string> names;
   for (const auto* sub : app.get_subcommands({})) names.push_back(sub->get_name());
   if (argc > 1 && argv[1][0] != '-' && std::find(names.begin(), names.end(), argv[1]) == names.end()) {
@@ -348,7 +377,7 @@ int main(int argc, char** argv) {
     return 2;
   }
 
-  try {
+  const auto run_parsed = [&]() -> int {
     if (generate->parsed()) {
       const std::vector<mkv::PressConfig> presses = gen_press.with_budget();
       MKV_CHECK(presses.size() <= 1, "give one --press for generate, got {}", presses.size());
@@ -384,12 +413,15 @@ int main(int argc, char** argv) {
     }
     if (import_llama2c->parsed()) return run_import_llama2c(il);
     if (bench->parsed()) return run_bench_command(bo);
+    return 0;
+  };
+  try {
+    return flush_stdout(run_parsed());
   } catch (const mkv::MkvError& e) {
     fmt::print(stderr, "error: {}\n", e.what());
-    return 1;
   } catch (const std::exception& e) {
     fmt::print(stderr, "error: {}\n", mkv::escape_for_message(e.what()));  // one line, whatever the library says
-    return 1;
   }
-  return 0;
+  std::fflush(stdout);  // the command failed already: one error line is enough
+  return 1;
 }

@@ -35,7 +35,58 @@ class Fd {
   int fd_;
 };
 
+// Writes all of `text` to fd; false with errno set on failure.
+bool write_all(int fd, std::string_view text) {
+  while (!text.empty()) {
+    const ssize_t n = ::write(fd, text.data(), text.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    text.remove_prefix(static_cast<std::size_t>(n));
+  }
+  return true;
+}
+
+// Opens `path` for writing with `flags` (O_WRONLY | O_CREAT | ...), writes `text` and closes it.
+void write_to(const std::filesystem::path& path, int flags, std::string_view text, const std::string& name) {
+  const int fd = ::open(path.c_str(), flags | O_CLOEXEC, 0644);
+  MKV_CHECK(fd >= 0, "cannot create {}: {}", name, std::strerror(errno));
+  const bool written = write_all(fd, text);
+  const int write_errno = errno;
+  // close() reports what delayed writes could not store (NFS, quotas).
+  const bool closed = ::close(fd) == 0;
+  MKV_CHECK(written, "cannot write {}: {}", name, std::strerror(write_errno));
+  MKV_CHECK(closed, "cannot write {}: {}", name, std::strerror(errno));
+}
+
 }  // namespace
+
+void write_text_file(const std::filesystem::path& path, std::string_view text, std::string_view what) {
+  MKV_CHECK(!path.empty(), "{}: no file name given", what.empty() ? "output file" : what);
+  const std::string name = describe(path, what);
+  // A device, a pipe (-o /dev/stdout) or a symlink is written through, not replaced by a file.
+  std::error_code ec;
+  const auto link = std::filesystem::symlink_status(path, ec);
+  if (std::filesystem::exists(link) && !std::filesystem::is_regular_file(link))
+    return write_to(path, O_WRONLY | O_CREAT | O_TRUNC, text, name);
+  std::filesystem::path tmp = path;
+  tmp += fmt::format(".tmp{}", ::getpid());
+  try {
+    write_to(tmp, O_WRONLY | O_CREAT | O_TRUNC, text, name);
+  } catch (const MkvError&) {
+    ::unlink(tmp.c_str());
+    throw;
+  }
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    const int err = errno;
+    ::unlink(tmp.c_str());
+    fail("cannot write {}: {}", name, std::strerror(err));
+  }
+}
+
+void append_text_file(const std::filesystem::path& path, std::string_view text, std::string_view what) {
+  MKV_CHECK(!path.empty(), "{}: no file name given", what.empty() ? "output file" : what);
+  write_to(path, O_WRONLY | O_CREAT | O_APPEND, text, describe(path, what));
+}
 
 std::string read_text_file(const std::filesystem::path& path, std::string_view what, TextFileLimits limits) {
   MKV_CHECK(!path.empty(), "{}: no file name given", what.empty() ? "file" : what);

@@ -1,4 +1,5 @@
-// Reading user-supplied text files (prompts, essays, JSON/JSONL data, result rows) safely.
+// Reading user-supplied text files (prompts, essays, JSON/JSONL data, result rows) safely, and
+// writing result files so that a failure is an error, never a silently empty file.
 //
 // Every place that reads a file named on the command line goes through read_text_file(): a
 // directory is an error (not an empty prompt), a regular file larger than the cap is refused
@@ -30,6 +31,15 @@ struct TextFileLimits {
 // directory, cannot be opened or read, or exceeds the limits.
 std::string read_text_file(const std::filesystem::path& path, std::string_view what = {},
                            TextFileLimits limits = {});
+
+// Writes `text` as the whole content of `path`: into a temporary file beside it, every write and the
+// close checked (a full disk is an error here, not an empty file), then renamed over `path`, so that
+// a reader sees the old content or the new, never a part, and a failed write leaves the old file.
+// `what` as for read_text_file. MkvError naming the path and the system's reason.
+void write_text_file(const std::filesystem::path& path, std::string_view text, std::string_view what = {});
+// Appends `text` to `path` (created when missing), every write and the close checked. A failure
+// part-way can leave a partial last line, which the JSONL readers of this project skip.
+void append_text_file(const std::filesystem::path& path, std::string_view text, std::string_view what = {});
 
 // One line of a text with its 1-based number; the text excludes the '\n' (and a trailing '\r').
 struct TextLine {

@@ -1,5 +1,6 @@
 #include "eval/compression_eval.h"
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
 
@@ -24,6 +25,8 @@ std::vector<Setting> expand_settings(const CompressionEvalConfig& config, const 
   if (config.nc != NcMode::Off) nc_values.push_back(true);
   if (config.nc != NcMode::On) nc_values.push_back(false);
   for (const PressConfig& press : config.presses) {
+    MKV_CHECK(!press.is_full(), "press 'full' keeps every token: the compressing presses are measured against it, so "
+              "it has nothing to measure (leave it out)");
     MKV_CHECK(!press.budget(), "press '{}': give budgets with --budgets, not in the spec", press.as_given());
     const bool fixed_nc = press.given("nc");
     for (bool nc : nc_values) {
@@ -64,7 +67,7 @@ std::vector<CompressionEvalRow> run_compression_eval(Transformer& model,
     rows[i].name = settings[i].label;
     rows[i].nc = settings[i].nc;
     rows[i].budget = settings[i].budget;
-    rows[i].token_budget = settings[i].token_budget;
+    rows[i].token_budget = std::min(settings[i].token_budget, P);  // a budget above the prompt keeps it all
     rows[i].moment_tokens = press->moment_token_equivalents(geometry);
   }
 

@@ -62,7 +62,7 @@ struct ShardSpec {
   int64_t shard = 0;
   int64_t count = 1;
 
-  bool selects(int64_t index) const { return index % count == shard; }
+  bool selects(int64_t index) const { return (index % count + count) % count == shard; }  // also for index < 0
   // Parses "i/n" with 0 ≤ i < n (both decimal integers); MkvError saying what is wrong otherwise.
   static ShardSpec parse(std::string_view spec);
 };

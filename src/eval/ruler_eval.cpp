@@ -9,6 +9,7 @@
 #include <ostream>
 
 #include "core/error.h"
+#include "core/text_file.h"
 #include "eval/runner/eval_runner.h"
 #include "eval/metrics/ruler_metrics.h"
 #include "eval/ruler/ruler_generator.h"
@@ -98,6 +99,7 @@ class RulerBenchmark : public EvalBenchmark {
     if (row["length"].get<int64_t>() <= 0) row["length"] = result.prompt_tokens + request.max_new_tokens;
   }
 
+  const char* score_file() const override { return "summary.csv"; }
   std::map<std::string, double> score(const fs::path& run_dir, const std::vector<const ResultsStore*>& stores) const override {
     std::map<std::string, double> scores;
     std::vector<std::string> tasks, shown, nulls;
@@ -117,7 +119,7 @@ class RulerBenchmark : public EvalBenchmark {
       nulls.push_back(fmt::format("{}/{}", score.nulls, score.n));
     }
     if (!tasks.empty())
-      write_text_file(run_dir / "summary.csv", fmt::format("Tasks,{}\nScore,{}\nNulls,{}\n", fmt::join(tasks, ","),
+      write_text_file(run_dir / score_file(), fmt::format("Tasks,{}\nScore,{}\nNulls,{}\n", fmt::join(tasks, ","),
                                                            fmt::join(shown, ","), fmt::join(nulls, ",")));
     return scores;
   }

@@ -7,7 +7,6 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
-#include <fstream>
 
 #include "core/error.h"
 #include "core/text_file.h"
@@ -139,11 +138,9 @@ std::set<std::string> submitted_jobs(const SweepSpec& spec) {
 
 void record_submission(const SweepSpec& spec, const std::string& job, const std::string& array) {
   fs::create_directories(submissions_file(spec).parent_path());
-  std::ofstream out(submissions_file(spec), std::ios::binary | std::ios::app);
   const std::string time =
       fmt::format("{:%Y-%m-%dT%H:%M:%SZ}", fmt::gmtime(std::chrono::system_clock::to_time_t(std::chrono::system_clock::now())));
-  out << json({{"job", job}, {"array", array}, {"time", time}}).dump() << '\n';
-  MKV_CHECK(out.good(), "cannot write '{}'", submissions_file(spec).string());
+  append_text_file(submissions_file(spec), json({{"job", job}, {"array", array}, {"time", time}}).dump() + "\n");
 }
 
 SweepStatus query_sweep_status(const SweepSpec& spec, const std::vector<SweepTask>& tasks) {

@@ -11,7 +11,6 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
-#include <fstream>
 
 #include "core/error.h"
 #include "core/text_file.h"
@@ -49,16 +48,7 @@ void write_task_record(const fs::path& task_dir, TaskRecord r) {
             {"pid", r.pid},     {"log", r.log},    {"time", r.time}};
   if (r.exit_code) j["exit"] = *r.exit_code;
   fs::create_directories(task_dir);
-  const fs::path path = task_dir / kTaskRecordFile;
-  const fs::path tmp = task_dir / (std::string(kTaskRecordFile) + ".tmp");
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << j.dump() << '\n';
-    MKV_CHECK(out.good(), "cannot write '{}'", tmp.string());
-  }
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  MKV_CHECK(!ec, "cannot rename '{}' to '{}': {}", tmp.string(), path.string(), ec.message());
+  write_text_file(task_dir / kTaskRecordFile, j.dump() + "\n");
 }
 
 LockState probe_task_lock(const fs::path& task_dir) {

@@ -1,16 +1,20 @@
 // Regression tests for reproduced bad inputs: each must end with one "error: ..." line naming the
 // problem (flag, file, line), a non-zero exit, and never a crash, a hang or a raw library message.
 // Every run has a time limit (a hang fails the test instead of stalling the suite).
+#include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
 
 #include "cli/timed_run.h"
+#include "core/text_file.h"
 #include "support/test_support.h"
 
 namespace mkv {
@@ -220,6 +224,93 @@ TEST_F(CliBadInput, ReportSkipsUnfinishedRunsWithAWarning) {
   // A malformed summary.csv count names the file instead of printing std::stoll.
   write(rep / "done" / "summary.csv", "Tasks,niah\nScore,75.00\nNulls,0/x\n");
   expect_error({"report", (rep / "done").string()}, {(rep / "done" / "summary.csv").string()});
+}
+
+// (i) An empty value was read as 0 (`--temp ""` ran greedy, `-n ""` generated nothing) or, for -m,
+// as "not given" (the default model ran instead).
+TEST_F(CliBadInput, EmptyValuesAreRejected) {
+  const Args base = {"generate", "-p", "hi", "-c", "256"};
+  for (const Args& flag : {Args{"--temp", ""}, Args{"-n", ""}, Args{"--kv-budget", ""}, Args{"-t", ""},
+                           Args{"--compression-ratio", ""}}) {
+    Args args = base;
+    args.insert(args.end(), {"-m", model()});
+    args.insert(args.end(), flag.begin(), flag.end());
+    expect_error(args, {flag[0], "an empty value"});
+  }
+  Args args = base;
+  args.insert(args.end(), {"-m", ""});
+  expect_error(args, {"--model", "an empty value"});
+  expect_error({"eval", "ruler", "-m", model(), "--data", path("one.jsonl"), "-o", ""}, {"--output", "an empty value"});
+}
+
+// (j) Output lost on a full disk: -o files and stdout were written without checking, exit 0.
+TEST_F(CliBadInput, AFullDiskIsAnError) {
+  if (!fs::exists("/dev/full")) GTEST_SKIP() << "no /dev/full";
+  const auto kl = run({"kl", "-m", model(), "-f", path("text.txt"), "--prompt-tokens", "8", "--continuation-tokens", "4",
+                       "--windows", "1", "--press", "snapkv", "--budgets", "4", "-o", "/dev/full"});
+  EXPECT_EQ(kl.exit_code, 1) << kl.err;  // after the progress lines
+  EXPECT_NE(kl.err.find("error: cannot write -o '/dev/full': No space left on device"), std::string::npos) << kl.err;
+  const std::string err = path("stdout_full.err");
+  for (const std::string command : {"generate -p hi -n 2 --temp 0", "tokenize -p hi"}) {
+    const int status = std::system(fmt::format("timeout 60 '{}' {} -m '{}' > /dev/full 2> '{}'", MOMENTKV_BIN, command,
+                                               model(), err).c_str());
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 1) << command << ": status " << status;
+    const std::string text = read_text_file(err);
+    EXPECT_NE(text.find("error: cannot write to standard output: No space left on device"), std::string::npos) << text;
+  }
+}
+
+// (k) Resuming a run folder with another model mixed both runs' predictions in one file; a run
+// stopped by --max-samples wrote summary.csv, which report took for a finished run's score.
+TEST_F(CliBadInput, ARunFolderHoldsOneConfigurationAndOnlyAFinishedRunIsScored) {
+  write(path("two.jsonl"), R"({"index": 0, "input": "Tom had a red ball.\nWhat did Tom have? Tom had a", "outputs": ["ball"]})"
+                           "\n"
+                           R"({"index": 1, "input": "Ann had a blue cup.\nWhat did Ann have? Ann had a", "outputs": ["cup"]})"
+                           "\n");
+  const std::string out = fresh_dir("resume");
+  const Args run_args = {"eval", "ruler", "--data", path("two.jsonl"), "--press", "snapkv", "--budgets", "4", "-o", out};
+  Args first = run_args;
+  first.insert(first.end(), {"-m", model(), "--max-samples", "1"});
+  auto r = run(first);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const fs::path run_dir = fs::path(out) / "snapkv_L4";
+  ASSERT_TRUE(fs::exists(run_dir / "run.json"));
+  EXPECT_FALSE(fs::exists(run_dir / "summary.csv"));
+  expect_error({"report", out}, {"no finished runs"});
+
+  const std::string other_model = path("other.gguf");
+  ASSERT_EQ(test::run_momentkv_timed({"make-model", "--shape", "tiny-llama", "--seed", "2", "-o", other_model}).exit_code, 0);
+  Args other = run_args;
+  other.insert(other.end(), {"-m", other_model});
+  expect_error(other, {run_dir.string(), "another run", "model", "\"tiny\"", "\"other\""});
+  Args longer_context = run_args;
+  longer_context.insert(longer_context.end(), {"-m", model(), "-c", "256"});
+  expect_error(longer_context, {"ctx 0 there, 256 now"});
+
+  Args resumed = run_args;
+  resumed.insert(resumed.end(), {"-m", model()});
+  r = run(resumed);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(read_text_file(run_dir / "summary.csv").find("Nulls,0/2"), std::string::npos);
+  // Stopped again before the end (a new task file): the earlier summary.csv goes, it scored less.
+  write(path("two.jsonl"), read_text_file(path("two.jsonl")) +
+                               R"({"index": 2, "input": "Sam had a green hat.\nWhat did Sam have? Sam had a", "outputs": ["hat"]})"
+                               "\n");
+  Args partial = resumed;
+  partial.insert(partial.end(), {"--max-samples", "0"});
+  r = run(partial);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_FALSE(fs::exists(run_dir / "summary.csv"));
+}
+
+// (l) A negative sample index was skipped by every --shard i/n (index % n is negative in C++), and
+// 2^64-1 was stored as -1.
+TEST_F(CliBadInput, SampleIndicesMustBeNonNegative) {
+  for (const char* index : {"-3", "18446744073709551615"}) {
+    write(path("neg.jsonl"), fmt::format(R"({{"index": {}, "input": "a\nWhat? b", "outputs": ["b"]}})", index) + "\n");
+    expect_error({"eval", "ruler", "-m", model(), "--data", path("neg.jsonl"), "-o", fresh_dir("neg")},
+                 {path("neg.jsonl") + ":1:", "'index' must be an integer from 0"});
+  }
 }
 
 }  // namespace

@@ -47,6 +47,39 @@ TEST(TextFile, EndlessDevicesStopAtTheStreamCap) {
   EXPECT_EQ(read_text_file("/dev/null"), "");
 }
 
+TEST(TextFile, WritesReplaceTheFileWholeAndLeaveNoTemporaryBehind) {
+  const fs::path dir = test::temp_dir();
+  write_text_file(dir / "out.json", "old\n");
+  write_text_file(dir / "out.json", "new\n");
+  EXPECT_EQ(read_text_file(dir / "out.json"), "new\n");
+  append_text_file(dir / "out.json", "more\n");
+  append_text_file(dir / "added.jsonl", "first\n");
+  EXPECT_EQ(read_text_file(dir / "out.json"), "new\nmore\n");
+  EXPECT_EQ(read_text_file(dir / "added.jsonl"), "first\n");
+  int files = 0;
+  for (const auto& entry : fs::directory_iterator(dir)) files += entry.is_regular_file();
+  EXPECT_EQ(files, 2);
+  // A symlink is written through: it stays a link, its target gets the text.
+  fs::create_symlink(dir / "added.jsonl", dir / "link");
+  write_text_file(dir / "link", "through\n");
+  EXPECT_TRUE(fs::is_symlink(dir / "link"));
+  EXPECT_EQ(read_text_file(dir / "added.jsonl"), "through\n");
+}
+
+TEST(TextFile, WriteFailuresAreErrorsNamingThePath) {
+  const fs::path dir = test::temp_dir();
+  std::string e = error_of([&] { write_text_file(dir / "no" / "such" / "folder.json", "x", "-o"); });
+  EXPECT_NE(e.find("-o '" + (dir / "no" / "such" / "folder.json").string() + "'"), std::string::npos) << e;
+  e = error_of([&] { write_text_file(dir, "x"); });
+  EXPECT_NE(e.find(dir.string()), std::string::npos) << e;
+  if (!fs::exists("/dev/full")) GTEST_SKIP() << "no /dev/full";
+  // What a full disk does to a write: an error, not an empty file and success.
+  e = error_of([&] { write_text_file("/dev/full", "result\n"); });
+  EXPECT_NE(e.find("cannot write '/dev/full': No space left on device"), std::string::npos) << e;
+  e = error_of([&] { append_text_file("/dev/full", "row\n"); });
+  EXPECT_NE(e.find("No space left on device"), std::string::npos) << e;
+}
+
 TEST(TextFile, SplitsLinesWithNumbers) {
   const auto lines = split_lines("a\r\n\nb");
   ASSERT_EQ(lines.size(), 3u);

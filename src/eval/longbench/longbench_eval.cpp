@@ -180,6 +180,7 @@ class LongBenchBenchmark : public EvalBenchmark {
     return out;
   }
 
+  const char* score_file() const override { return "result.json"; }
   std::map<std::string, double> score(const fs::path& run_dir, const std::vector<const ResultsStore*>& stores) const override {
     nlohmann::ordered_json result = nlohmann::ordered_json::object();
     std::map<std::string, double> scores;
@@ -194,7 +195,7 @@ class LongBenchBenchmark : public EvalBenchmark {
       result[data_[d].first] = score;
       scores[data_[d].first] = score;
     }
-    write_text_file(run_dir / "result.json", result.dump(4) + "\n");
+    write_text_file(run_dir / score_file(), result.dump(4) + "\n");
     return scores;
   }
 

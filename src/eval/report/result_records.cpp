@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
-#include <fstream>
 #include <map>
 #include <sstream>
 #include <tuple>
@@ -144,9 +143,9 @@ ResultRecord record_from_json(const json& row, const std::string& where) {
 
 void append_scores(const fs::path& folder, const std::vector<ResultRecord>& records) {
   fs::create_directories(folder);
-  std::ofstream out(folder / "scores.jsonl", std::ios::binary | std::ios::app);
-  MKV_CHECK(out.good(), "cannot write {}", (folder / "scores.jsonl").string());
-  for (const auto& record : records) out << to_json(record).dump() << '\n';
+  std::string lines;
+  for (const auto& record : records) lines += to_json(record).dump() + '\n';
+  append_text_file(folder / "scores.jsonl", lines);
 }
 
 ResultRecord read_run_json(const fs::path& folder) {

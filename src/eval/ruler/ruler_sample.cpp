@@ -1,6 +1,6 @@
 #include "eval/ruler/ruler_sample.h"
 
-#include <fstream>
+#include <limits>
 #include <map>
 
 #include "core/error.h"
@@ -21,7 +21,11 @@ RulerSample parse_row(const json& row, const std::filesystem::path& path, int li
   MKV_CHECK(row.is_object(), "{}:{}: a row must be a JSON object", path.string(), line);
   RulerSample sample;
   const json& index = require(row, "index", path, line);
-  MKV_CHECK(index.is_number_integer(), "{}:{}: field 'index' must be an integer", path.string(), line);
+  const bool in_range = index.is_number_unsigned()
+                            ? index.get<uint64_t>() <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max())
+                            : index.is_number_integer() && index.get<int64_t>() >= 0;
+  MKV_CHECK(in_range, "{}:{}: field 'index' must be an integer from 0 to 2^63-1, got {}", path.string(), line,
+            index.is_number() ? index.dump() : std::string("a ") + index.type_name());
   sample.index = index.get<int64_t>();
   const json& input = require(row, "input", path, line);
   MKV_CHECK(input.is_string(), "{}:{}: field 'input' must be a string", path.string(), line);
@@ -71,11 +75,9 @@ std::filesystem::path write_validation_jsonl(const std::filesystem::path& dir, c
                                              const std::vector<RulerSample>& samples) {
   const std::filesystem::path path = dir / task / "validation.jsonl";
   std::filesystem::create_directories(path.parent_path());
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  MKV_CHECK(out.good(), "cannot write RULER samples to {}", path.string());
-  for (const RulerSample& sample : samples) out << to_jsonl_line(sample) << '\n';
-  out.flush();
-  MKV_CHECK(out.good(), "failed writing RULER samples to {}", path.string());
+  std::string lines;
+  for (const RulerSample& sample : samples) lines += to_jsonl_line(sample) + '\n';
+  write_text_file(path, lines, "RULER samples");
   return path;
 }
 

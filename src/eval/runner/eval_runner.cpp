@@ -2,11 +2,12 @@
 
 #include <fmt/format.h>
 
-#include <fstream>
 #include <memory>
 
 #include "core/error.h"
 #include "core/progress.h"
+#include "core/text_file.h"
+#include "ops/matmul_int8.h"
 
 namespace mkv::eval {
 namespace fs = std::filesystem;
@@ -29,12 +30,49 @@ void split_at_question(const std::string& prompt, std::string_view question_head
   request.question = tokenizer.encode(prompt.substr(at), false, true);
 }
 
-void write_text_file(const fs::path& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary);
-  MKV_CHECK(out.good(), "cannot write '{}'", path.string());
-  out << text;
-  MKV_CHECK(out.good(), "cannot write '{}'", path.string());
+namespace {
+
+const char* storage_name(KvStorage storage) { return storage == KvStorage::F16 ? "f16" : "f32"; }
+
+// run.json of one setting: what decides its predictions.
+nlohmann::ordered_json run_fields(const EvalRunConfig& config, const PressSetting& setting,
+                                  const EvalBenchmark& benchmark) {
+  nlohmann::ordered_json meta = {{"model", config.model_name},
+                                 {"press", setting.spec},
+                                 {"budget", setting.budget},
+                                 {"protocol", protocol_name(config.protocol)},
+                                 {"benchmark", benchmark.name()},
+                                 {"chat_template", config.chat_template},
+                                 {"ctx", config.session.n_ctx},
+                                 {"cache_type", storage_name(config.session.kv_storage)},
+                                 {"precision", matmul_precision() == MatmulPrecision::Fast ? "fast" : "exact"},
+                                 {"compress_chunks", config.session.compress_each_chunk}};
+  benchmark.add_run_fields(meta);
+  meta["shard"] = fmt::format("{}/{}", config.shard.shard, config.shard.count);
+  return meta;
 }
+
+// A run folder that already holds a run.json is resumed only by the same configuration: fields
+// that differ (those both files have; older files lack some) would mix two runs' predictions.
+void require_same_run(const fs::path& path, const nlohmann::ordered_json& meta) {
+  if (!fs::exists(path)) return;
+  nlohmann::ordered_json stored;
+  try {
+    stored = nlohmann::ordered_json::parse(read_text_file(path, "run.json"));
+  } catch (const nlohmann::json::exception& e) {
+    fail("{}: not valid JSON ({}); delete the folder to start the run over", path.string(), json_error_text(e.what()));
+  }
+  MKV_CHECK(stored.is_object(), "{}: not a JSON object; delete the folder to start the run over", path.string());
+  for (const auto& [key, value] : meta.items()) {
+    const auto it = stored.find(key);
+    if (it == stored.end() || *it == value) continue;
+    fail("{} belongs to another run ({} {} there, {} now): resuming it would mix the two runs' predictions; give "
+         "another -o folder, or delete this one to start over",
+         path.parent_path().string(), key, it->is_primitive() ? it->dump() : it->type_name(), value.dump());
+  }
+}
+
+}  // namespace
 
 EvalRunSummary run_evaluation(Transformer& model, const Tokenizer& tokenizer, const EvalRunConfig& config,
                               const EvalBenchmark& benchmark, std::ostream& log) {
@@ -55,13 +93,8 @@ EvalRunSummary run_evaluation(Transformer& model, const Tokenizer& tokenizer, co
     if (config.shard.count > 1) name += fmt::format("_shard{}of{}", config.shard.shard, config.shard.count);
     Run run{benchmark.run_dir(config.output_dir / name), {}};
     fs::create_directories(run.dir);
-    nlohmann::ordered_json meta = {{"model", config.model_name},
-                                   {"press", setting.spec},
-                                   {"budget", setting.budget},
-                                   {"protocol", protocol_name(config.protocol)},
-                                   {"benchmark", benchmark.name()}};
-    benchmark.add_run_fields(meta);
-    meta["shard"] = fmt::format("{}/{}", config.shard.shard, config.shard.count);
+    const nlohmann::ordered_json meta = run_fields(config, setting, benchmark);
+    require_same_run(run.dir / "run.json", meta);
     write_text_file(run.dir / "run.json", meta.dump(1) + "\n");
     for (std::size_t t = 0; t < tasks.size(); ++t) {
       const fs::path path = benchmark.predictions_path(run.dir, tasks[t]);
@@ -101,8 +134,17 @@ EvalRunSummary run_evaluation(Transformer& model, const Tokenizer& tokenizer, co
 
   for (const Run& run : runs) {
     std::vector<const ResultsStore*> stores;
-    for (const auto& store : run.stores) stores.push_back(store.get());
-    summary.scores.push_back(benchmark.score(run.dir, stores));
+    bool finished = true;
+    for (std::size_t t = 0; t < tasks.size(); ++t) {
+      stores.push_back(run.stores[t].get());
+      for (int64_t index : tasks[t].indices) finished = finished && (!config.shard.selects(index) || stores[t]->done(index));
+    }
+    if (finished) {
+      summary.scores.push_back(benchmark.score(run.dir, stores));
+    } else {  // a score file from before would describe other predictions
+      fs::remove(run.dir / benchmark.score_file());
+      summary.scores.emplace_back();
+    }
   }
   return summary;
 }

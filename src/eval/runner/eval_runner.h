@@ -1,9 +1,11 @@
 // The one evaluation loop RULER and LongBench plug into. For every press setting it keeps a run
-// folder with run.json (model, press, budget, protocol, benchmark, shard) and one predictions
-// file per task (a ResultsStore: appended per sample, resumed after a kill), runs this shard's
-// samples that are not done yet through greedy generation (eval/runner/generation.h), stops after
-// --max-samples, shows progress, and finally has the benchmark score every run from the rows on
-// disk. A benchmark supplies its tasks, the prompt and stored row of each sample, and its scoring.
+// folder with run.json (model, press, budget, protocol, benchmark, shard, and how the model ran)
+// and one predictions file per task (a ResultsStore: appended per sample, resumed after a kill),
+// runs this shard's samples that are not done yet through greedy generation
+// (eval/runner/generation.h), stops after --max-samples, shows progress, and finally has the
+// benchmark score every run whose samples are all done, from the rows on disk. A run folder holds
+// one configuration: resuming it with another (a different model, press, context, ...) is an
+// error, so that one predictions file never mixes two runs; an unfinished run has no score file. A benchmark supplies its tasks, the prompt and stored row of each sample, and its scoring.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -56,8 +58,10 @@ class EvalBenchmark {
   // Fills fields of a row that need the generation's result (after "pred").
   virtual void complete(nlohmann::ordered_json& row, const GenerationResult& result,
                         const GenerationRequest& request) const {}
-  // Scores a run from every stored prediction (stores[t] holds tasks()[t]'s) and writes its
-  // score file into run_dir; returns task → score for the tasks that have predictions.
+  // The file score() writes into a run folder (report reads it; a run without it is unfinished).
+  virtual const char* score_file() const = 0;
+  // Scores a finished run from every stored prediction (stores[t] holds tasks()[t]'s) and writes
+  // score_file() into run_dir; returns task → score.
   virtual std::map<std::string, double> score(const std::filesystem::path& run_dir,
                                               const std::vector<const ResultsStore*>& stores) const = 0;
 };
@@ -66,7 +70,7 @@ struct EvalRunSummary {
   int64_t predicted = 0;  // new predictions made by this call
   bool stopped_early = false;
   std::vector<std::filesystem::path> run_dirs;          // per setting
-  std::vector<std::map<std::string, double>> scores;   // per setting: task → score
+  std::vector<std::map<std::string, double>> scores;   // per setting: task → score (empty: unfinished)
 };
 
 EvalRunSummary run_evaluation(Transformer& model, const Tokenizer& tokenizer, const EvalRunConfig& config,
@@ -81,8 +85,5 @@ std::optional<ChatTemplate> eval_chat_template(const std::string& choice, const 
 // when the question is not found after some context.
 void split_at_question(const std::string& prompt, std::string_view question_head, const Tokenizer& tokenizer,
                        const std::string& sample, GenerationRequest& request);
-
-// Writes a whole text file; MkvError naming it on failure.
-void write_text_file(const std::filesystem::path& path, const std::string& text);
 
 }  // namespace mkv::eval
