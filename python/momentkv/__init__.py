@@ -21,11 +21,13 @@ generate, logits or stream. Engine errors are ValueError (bad spec, budget, ids,
 a missing model file is FileNotFoundError.
 """
 
+import atexit
 import operator
 import os
+import weakref
 
 from . import _momentkv, presses
-from .presses import Press, ScorerPress
+from .presses import Press, ScorerPress, _integer
 
 __all__ = ["Model", "Press", "ScorerPress", "Session", "presses"]
 __version__ = "0.1.0"
@@ -75,6 +77,21 @@ def _ids(ids):
     if isinstance(ids, (str, bytes)):
         raise TypeError("token ids must be an iterable of ints, not a string")
     return [operator.index(i) for i in ids]
+
+
+def _kv_budget(kv_budget):
+    return None if kv_budget is None else _integer("kv_budget", kv_budget)
+
+
+# The engine's streams, closed at interpreter exit: a stream left running (a generator still
+# referenced) would keep its worker computing, and calling its Python press, while Python finalizes.
+_streams = weakref.WeakSet()
+
+
+@atexit.register
+def _close_streams():
+    for stream in list(_streams):
+        stream.close()
 
 
 def _stream(pieces):
@@ -160,8 +177,9 @@ class Model:
         if not isinstance(prompt, str):
             prompt = _ids(prompt)
         out = self._m.generate(prompt, max_tokens, temperature, top_p, top_k, min_p, seed, _press_spec(press),
-                               kv_budget, compression_ratio, _stop_list(stop), ignore_eos, stream)
+                               _kv_budget(kv_budget), compression_ratio, _stop_list(stop), ignore_eos, stream)
         if stream:
+            _streams.add(out)
             return _stream(out)
         return out if details else out["text"]
 
@@ -223,7 +241,7 @@ class Session:
 
     def __init__(self, model, press="full", kv_budget=None, compression_ratio=None, ctx=0, query_window=64):
         self.model = model
-        self._s = _momentkv.Session(model._m, _press_spec(press), kv_budget, compression_ratio, ctx,
+        self._s = _momentkv.Session(model._m, _press_spec(press), _kv_budget(kv_budget), compression_ratio, ctx,
                                     operator.index(query_window))
 
     def prefill(self, ids):
@@ -248,7 +266,7 @@ class Session:
         as in generate(); a head already within the budget is left as it is; "full" does nothing).
         ValueError for a bad press or budget, an empty session, or a press the session cannot
         apply later (see the class docstring); BufferError while cache views are alive."""
-        self._s.compress(_press_spec(press), kv_budget, compression_ratio)
+        self._s.compress(_press_spec(press), _kv_budget(kv_budget), compression_ratio)
 
     @property
     def compress_seconds(self):

@@ -15,14 +15,33 @@ canonical spec (every parameter spelled out), which `--press` accepts back uncha
 
 import builtins
 import math
+import operator
 
 from . import _momentkv
 
 __all__ = ["Press", "ScorerPress", "Full", "StreamingLLM", "H2O", "SnapKV", "PyramidKV", "AdaKV", "MomentKV", "list",
            "pooling_kernel", "observation_window"]
 
-pooling_kernel = _momentkv.pooling_kernel  # kernel=auto's kernel for a budget: L/3 made odd, in [7, 31]
-observation_window = _momentkv.observation_window  # window=auto's window for a budget: L/64 in [1, 32]
+
+
+def _integer(what, value, also=""):
+    """`value` as a Python int: any integral type (int, numpy integers: operator.index), not a bool."""
+    if isinstance(value, bool) or not hasattr(type(value), "__index__"):
+        raise TypeError(f"{what} must be an int{also}, got {type(value).__name__}")
+    return operator.index(value)
+
+
+def pooling_kernel(budget):
+    """kernel=auto's max-pool kernel for a layer budget of `budget` tokens per KV head (>= 1):
+    L/3 made odd, in [7, 31]."""
+    return _momentkv.pooling_kernel(_integer("budget", budget))
+
+
+def observation_window(budget):
+    """window=auto's observation window for a layer budget of `budget` tokens per KV head (>= 1):
+    L/64 in [1, 32]."""
+    return _momentkv.observation_window(_integer("budget", budget))
+
 
 # The kind of every parameter key (the engine's registry validates ranges and choices).
 _INT = {"window", "kernel", "sinks", "rounds", "budget", "decode_slack", "groups"}
@@ -40,10 +59,7 @@ def _format(press, key, value):
     if key in ("kernel", "window") and value == "auto":
         return value  # tied to the budget (pooling_kernel, observation_window)
     if key in _INT:
-        if isinstance(value, bool) or not isinstance(value, int):
-            also = ' or "auto"' if key in ("kernel", "window") else ""
-            raise TypeError(f"{press}: {key} must be an int{also}, got {type(value).__name__}")
-        return str(value)
+        return str(_integer(f"{press}: {key}", value, ' or "auto"' if key in ("kernel", "window") else ""))
     if key in _REAL:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise TypeError(f"{press}: {key} must be a number, got {type(value).__name__}")
@@ -255,31 +271,25 @@ class ScorerPress:
         self.geometry = geometry
 
     def _engine_options(self):
-        """The options as the engine reads them, type-checked (TypeError)."""
+        """The options as the engine reads them, type-checked (TypeError); ints as Python ints."""
         name = type(self).__name__
         out = {}
         for key, kind in self._TYPES.items():
             value = getattr(self, key)
-            if value is None and key in ("budget", "ratio"):
-                out[key] = None
-                continue
-            if key == "window" and value == "auto":
-                ok = True
-            elif kind is bool:
-                ok = isinstance(value, bool)
+            if (value is None and key in ("budget", "ratio")) or (key == "window" and value == "auto"):
+                out[key] = value
             elif kind is int:
-                ok = isinstance(value, int) and not isinstance(value, bool)
+                out[key] = _integer(f"{name}: {key}", value, ' or "auto"' if key == "window" else "")
             elif kind is float:
-                ok = isinstance(value, (int, float)) and not isinstance(value, bool)
-                if ok and not math.isfinite(value):
+                if isinstance(value, bool) or not isinstance(value, (int, float)):
+                    raise TypeError(f"{name}: {key} must be a number, got {type(value).__name__}")
+                if not math.isfinite(value):
                     raise ValueError(f"press {name}: {key}={value} is not a finite number")
+                out[key] = float(value)
             else:
-                ok = isinstance(value, str)
-            if not ok:
-                what = 'a number' if kind is float else 'a ' + kind.__name__ + (' or "auto"' if key == "window" else "")
-                raise TypeError(f"{name}: {key} must be {what}, "
-                                f"got {type(value).__name__}")
-            out[key] = float(value) if kind is float else value
+                if not isinstance(value, kind):
+                    raise TypeError(f"{name}: {key} must be a {kind.__name__}, got {type(value).__name__}")
+                out[key] = value
         out["query_positions"] = _takes_query_positions(self.score)
         return out
 

@@ -7,9 +7,9 @@
 // a Model's Transformer has one set of scratch buffers, and OpenMP already uses every core. While
 // the GIL is released no Python object is touched; text is converted to Python afterwards.
 //
-// Ctrl-C. A long computation polls for Python signals at most every kPollInterval: from the
-// token picker (every generated token) and from a forward observer (every layer of a prefill or
-// an evaluate). A poll briefly takes the GIL and calls PyErr_CheckSignals(); when a handler
+// Ctrl-C. A long computation polls at most every kPollInterval: from the token picker (every
+// generated token) and from a forward observer (every layer of a prefill or an evaluate). On the
+// caller's thread a poll briefly takes the GIL and calls PyErr_CheckSignals(); when a handler
 // raised (KeyboardInterrupt), the poll throws Interrupted, which unwinds the engine (the Session
 // is local to the call and dropped), and the binding rethrows the pending Python error with the
 // GIL held. Only the main thread receives signals; elsewhere a poll finds none.
@@ -17,14 +17,26 @@
 // Streaming. generate(stream=True) runs the same generate() on a worker std::thread that pushes
 // each final text piece into a queue; TextStream.__next__ waits on the queue with the GIL
 // released (in slices of kPollInterval, checking signals between them) and returns one piece.
-// close() (called by the Python generator's close or garbage collection) or a KeyboardInterrupt
-// cancels the worker (its next pick or next piece stops the loop) and joins it. The worker never
-// touches Python; the TextStream keeps the Model alive until the worker has finished.
+// close() (called by the Python generator's close or garbage collection, and for every live
+// stream at interpreter exit) or a KeyboardInterrupt cancels the worker and joins it. The
+// worker's polls check the cancellation instead of signals (per layer, per token, and before
+// each call into a Python press); a Python press's call that is running when the stream is
+// cancelled gets a KeyboardInterrupt raised in it (PyThreadState_SetAsyncExc, repeated until the
+// worker ends). The worker touches Python only inside a Python press; the TextStream keeps the
+// Model alive until the worker has finished.
+//
+// Interpreter exit. Once Python is finalizing, CPython (before 3.14) force-unwinds a thread that
+// takes the GIL (pthread_exit: abi::__forced_unwind). Our frames cannot be unwound that way: a
+// catch (...) would swallow it (abort: "exception not rethrown"), and destructors would take the
+// GIL again (std::terminate) or release one the thread does not hold. So every place here that
+// takes the GIL on a computing thread parks that thread until the process exits instead (as
+// CPython 3.14 does itself), and catch (...) blocks rethrow a forced unwind.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
 #include <Python.h>
+#include <cxxabi.h>
 
 #include <algorithm>
 #include <atomic>
@@ -83,22 +95,67 @@ struct Interrupted {};
 // Thrown inside a streaming worker when the consumer cancelled.
 struct Cancelled {};
 
-// Polls for Python signals at most every kPollInterval. Called with the GIL released.
-class SignalPoller : public mkv::ForwardObserver {
+// ---- Taking the GIL on a computing thread (see "Interpreter exit" above) -------------------------
+
+[[noreturn]] void park_until_exit() {
+  while (true) std::this_thread::sleep_for(std::chrono::hours(1));
+}
+
+// Runs f, which takes the GIL or runs Python code; parks the thread when Python is finalizing.
+template <class F>
+decltype(auto) parking_at_exit(F&& f) {
+  try {
+    return f();
+  } catch (abi::__forced_unwind&) {
+    park_until_exit();  // never returns: the forced unwind is neither rethrown nor finished
+  }
+}
+
+// py::gil_scoped_acquire, parking at interpreter exit.
+class GilAcquire {
  public:
-  explicit SignalPoller(bool enabled) : enabled_(enabled) {}
+  GilAcquire() {
+    parking_at_exit([&] { gil_.emplace(); });
+  }
+
+ private:
+  std::optional<py::gil_scoped_acquire> gil_;
+};
+
+// py::gil_scoped_release, whose reacquisition parks at interpreter exit.
+class GilRelease {
+ public:
+  GilRelease() : state_(PyEval_SaveThread()) {}
+  ~GilRelease() {
+    parking_at_exit([&] { PyEval_RestoreThread(state_); });
+  }
+  GilRelease(const GilRelease&) = delete;
+  GilRelease& operator=(const GilRelease&) = delete;
+
+ private:
+  PyThreadState* state_;
+};
+
+void poll_signals_now() {
+  GilAcquire gil;
+  if (PyErr_CheckSignals() != 0) throw Interrupted{};
+}
+
+// Runs `check` at most every kPollInterval: poll_signals_now on the caller's thread, a stream's
+// cancellation check on its worker. Called with the GIL released.
+class Poller : public mkv::ForwardObserver {
+ public:
+  explicit Poller(std::function<void()> check) : check_(std::move(check)) {}
   void poll() {
-    if (!enabled_) return;
     const auto now = Clock::now();
     if (now - last_ < kPollInterval) return;
     last_ = now;
-    py::gil_scoped_acquire gil;
-    if (PyErr_CheckSignals() != 0) throw Interrupted{};
+    check_();
   }
   void on_queries(int, int, const float*, const int32_t*, const mkv::KvCache&) override { poll(); }
 
  private:
-  bool enabled_;
+  std::function<void()> check_;
   Clock::time_point last_ = Clock::now();
 };
 
@@ -116,16 +173,72 @@ class ComputeLock {
   ComputeLock& operator=(const ComputeLock&) = delete;
 };
 
-void poll_signals_now() {
-  py::gil_scoped_acquire gil;
-  if (PyErr_CheckSignals() != 0) throw Interrupted{};
-}
+// A stream's cancellation, shared by its consumer (TextStream) and the worker running the
+// generation, Python press included.
+class Cancellation {
+ public:
+  bool requested() const { return requested_; }
+  // Worker side: throws Cancelled once cancelled.
+  void check() const {
+    if (requested_) throw Cancelled{};
+  }
+  // Worker side, GIL held: brackets a call into a Python press (see InPythonPress).
+  void enter_python() {
+    python_thread_ = PyThread_get_thread_ident();
+    in_python_ = true;
+  }
+  void leave_python() { in_python_ = false; }
+  // Consumer side.
+  void request() { requested_ = true; }
+  // Consumer side, GIL held: a Python press's call that is running gets a KeyboardInterrupt at
+  // its next bytecode (a score() that never returns would keep the worker forever).
+  void interrupt_python() const {
+    if (in_python_) PyThreadState_SetAsyncExc(python_thread_, PyExc_KeyboardInterrupt);
+  }
+
+ private:
+  std::atomic<bool> requested_ = false;
+  bool in_python_ = false;  // read and written with the GIL held
+  unsigned long python_thread_ = 0;
+};
 
 // Python text from engine bytes (invalid UTF-8 from byte-fallback tokens becomes U+FFFD).
 py::str to_str(const std::string& s) {
   PyObject* o = PyUnicode_DecodeUTF8(s.data(), static_cast<Py_ssize_t>(s.size()), "replace");
   if (!o) throw py::error_already_set();
   return py::reinterpret_steal<py::str>(o);
+}
+
+// The UTF-8 bytes of a Python str argument: TypeError for another type (bytes included: text is
+// str), ValueError naming the argument for a str that is not valid text (a lone surrogate).
+std::string utf8_text(const py::handle& text, const std::string& what) {
+  if (!py::isinstance<py::str>(text))
+    throw py::type_error(what + " must be a str, got " + std::string(py::str(py::type::handle_of(text).attr("__name__"))));
+  Py_ssize_t size = 0;
+  const char* data = PyUnicode_AsUTF8AndSize(text.ptr(), &size);
+  if (!data) {
+    const std::string reason = py::error_already_set().what();  // fetches (clears) the UnicodeEncodeError
+    throw py::value_error(what + " is not valid UTF-8 text: " + reason);
+  }
+  return std::string(data, std::size_t(size));
+}
+
+// Runs f(poller) with the GIL released and g_compute held; `poller` polls for signals, and a
+// KeyboardInterrupt it found is raised here (with the GIL held).
+template <class F>
+void compute_polling_signals(F&& f) {
+  bool interrupted = false;
+  {
+    GilRelease release;
+    try {
+      ComputeLock lock(poll_signals_now);
+      Poller poller(poll_signals_now);
+      f(poller);
+    } catch (const Interrupted&) {
+      interrupted = true;
+    }
+  }
+  if (interrupted) throw py::error_already_set();
 }
 
 mkv::MatmulPrecision parse_precision(const std::string& p) {
@@ -173,7 +286,8 @@ mkv::PressConfig parse_press_spec(const std::string& spec, std::optional<int64_t
 //
 // Threads: the press runs on the thread that runs the generation (the caller of generate with the
 // GIL released, or a stream's worker), outside any OpenMP region; PyScorer takes the GIL for
-// reset() and score() only. It holds a borrowed PyObject*: the GenerationJob owns the reference
+// reset() and score() only. On a stream's worker it checks the stream's Cancellation before every
+// call into Python and lets the consumer interrupt a running call (see Streaming above). It holds a borrowed PyObject*: the GenerationJob owns the reference
 // and outlives the session. Errors: a Python exception raised by the user's code leaves score()
 // as py::error_already_set (a C++ exception holding the Python exception), unwinds the engine
 // (the session is local to the call) and is restored by pybind11 when it leaves the binding, so
@@ -199,20 +313,37 @@ void check_not_in_press() {
                              "that called it is still running)");
 }
 
-struct InPythonPress {
-  InPythonPress() { t_in_python_press = true; }
-  ~InPythonPress() { t_in_python_press = false; }
+// Brackets calls into a Python press (GIL held): no model call from there, and a cancelled
+// stream (`cancellation`, null outside a stream) can interrupt them.
+class InPythonPress {
+ public:
+  explicit InPythonPress(Cancellation* cancellation) : cancellation_(cancellation) {
+    if (cancellation_) {
+      cancellation_->check();
+      cancellation_->enter_python();
+    }
+    t_in_python_press = true;
+  }
+  ~InPythonPress() {
+    t_in_python_press = false;
+    if (cancellation_) cancellation_->leave_python();
+  }
+  InPythonPress(const InPythonPress&) = delete;
+  InPythonPress& operator=(const InPythonPress&) = delete;
+
+ private:
+  Cancellation* cancellation_;
 };
 
 class PyScorer : public mkv::Scorer {
  public:
-  PyScorer(PyObject* press, int window, bool query_positions)
-      : press_(press), window_(window), query_positions_(query_positions) {}
+  PyScorer(PyObject* press, int window, bool query_positions, Cancellation* cancellation)
+      : press_(press), window_(window), query_positions_(query_positions), cancellation_(cancellation) {}
 
   void reset(const mkv::PressGeometry& geometry) override {
     Scorer::reset(geometry);
     observed_.reset(geometry.n_layers, mkv::window_capacity(window_), std::size_t(geometry.n_heads) * geometry.head_dim_k);
-    py::gil_scoped_acquire gil;
+    GilAcquire gil;
     py::dict g;
     g["n_layers"] = geometry.n_layers;
     g["n_heads"] = geometry.n_heads;
@@ -221,8 +352,8 @@ class PyScorer : public mkv::Scorer {
     g["head_dim_v"] = geometry.head_dim_v;
     g["group_size"] = geometry.group_size();
     g["scale"] = geometry.scale;
-    InPythonPress in_press;
-    py::handle(press_).attr("reset")(g);
+    InPythonPress in_press(cancellation_);
+    parking_at_exit([&] { py::handle(press_).attr("reset")(g); });
   }
 
   // The budget of the layer about to be scored: the press reads it as self.layer_budget.
@@ -241,8 +372,8 @@ class PyScorer : public mkv::Scorer {
     const float* obs_q = window.q;
     scores.resize(g.n_kv_heads);
 
-    py::gil_scoped_acquire gil;
-    InPythonPress in_press;
+    GilAcquire gil;
+    InPythonPress in_press(cancellation_);
     const py::handle press(press_);
     press.attr("layer_budget") = layer_budget_;
     const py::object fn = press.attr("score");
@@ -269,9 +400,11 @@ class PyScorer : public mkv::Scorer {
       read_only(values);
       read_only(queries);
       read_only(positions);
-      const py::object result = query_positions_
-                                    ? fn(keys, values, queries, positions, layer, kv, py::arg("query_positions") = qpos)
-                                    : fn(keys, values, queries, positions, layer, kv);
+      if (cancellation_) cancellation_->check();
+      const py::object result = parking_at_exit([&] {
+        return query_positions_ ? fn(keys, values, queries, positions, layer, kv, py::arg("query_positions") = qpos)
+                                : fn(keys, values, queries, positions, layer, kv);
+      });
       fill(result, n, layer, kv, scores[kv]);
     }
   }
@@ -314,11 +447,51 @@ class PyScorer : public mkv::Scorer {
   PyObject* press_;  // borrowed: the GenerationJob holds the reference
   int window_;
   bool query_positions_;
+  Cancellation* cancellation_;  // the stream's, or null
   int32_t layer_budget_ = 0;  // set before every score()
   mkv::ObservationWindow observed_;
 };
 
-// Reads and validates a Python press's options (their types were checked by momentkv.ScorerPress).
+// The range the press-spec parser allows for the numeric parameter `key`, which Python presses'
+// options of the same name share.
+mkv::ParamRange spec_range(const char* key) {
+  const std::optional<mkv::ParamRange> r = mkv::param_range(key);
+  if (!r) throw std::logic_error(std::string("momentkv: no numeric press parameter named ") + key);
+  return *r;
+}
+
+std::string number_text(double v) {
+  if (v == std::floor(v) && std::fabs(v) < 1e15) return std::to_string(static_cast<int64_t>(v));
+  return std::string(py::str(py::float_(v)));
+}
+
+// "key=<value> must be in [min, max]<also>", for a ValueError.
+std::string out_of_range(const char* key, const py::handle& value, const mkv::ParamRange& r, const char* also = "") {
+  return std::string(key) + "=" + std::string(py::repr(value)) + " must be in [" + number_text(r.min) + ", " +
+         number_text(r.max) + "]" + also;
+}
+
+// A Python int (any size) in the spec parser's range for `key`; ValueError from `bad` otherwise.
+template <class Bad>
+int64_t integer_in_range(const py::handle& value, const char* key, const Bad& bad, const char* also = "") {
+  const mkv::ParamRange r = spec_range(key);
+  int overflow = 0;
+  const long long v = PyLong_AsLongLongAndOverflow(value.ptr(), &overflow);
+  if (v == -1 && PyErr_Occurred()) throw py::error_already_set();
+  if (overflow != 0 || v < r.min || v > r.max) throw bad(out_of_range(key, value, r, also));
+  return v;
+}
+
+template <class Bad>
+double real_in_range(const py::handle& value, const char* key, const Bad& bad) {
+  const mkv::ParamRange r = spec_range(key);
+  const double v = value.cast<double>();
+  if (!(v >= r.min && v <= r.max)) throw bad(out_of_range(key, value, r));
+  return v;
+}
+
+// Reads and validates a Python press's options (their types were checked by momentkv.ScorerPress,
+// which gives ints as Python ints); the numeric ones in the ranges a press spec allows.
 PyPressConfig py_press_config(const py::object& press, std::optional<int64_t> kv_budget,
                               std::optional<double> compression_ratio) {
   const py::dict o = press.attr("_engine_options")().cast<py::dict>();
@@ -331,31 +504,26 @@ PyPressConfig py_press_config(const py::object& press, std::optional<int64_t> kv
     if (window != "auto") throw bad("window=\"" + window + "\" is not an integer >= 1 or \"auto\"");
     c.window = mkv::Protection::kAutoWindow;
   } else {
-    c.window = o["window"].cast<int>();
-    if (c.window < 1) throw bad("window=" + std::to_string(c.window) + " must be >= 1 or \"auto\"");
+    c.window = int(integer_in_range(o["window"], "window", bad, " or \"auto\""));
   }
-  const int sinks = o["sinks"].cast<int>();
-  if (sinks < 0) throw bad("sinks=" + std::to_string(sinks) + " must be >= 0");
   mkv::ScorerPressOptions& s = c.options;
   s.protection.window = c.window;
-  s.protection.sinks = sinks;
+  s.protection.sinks = int(integer_in_range(o["sinks"], "sinks", bad));
   s.nc = o["nc"].cast<bool>();
   const std::string alloc = o["alloc"].cast<std::string>();
   const std::optional<mkv::Allocation> allocation = mkv::allocation_from_name(alloc);
   if (!allocation) throw bad("alloc=\"" + alloc + "\" is not one of uniform, adaptive, pyramid, pyramid_adaptive, global");
   s.allocation = *allocation;
-  s.safeguard = o["safeguard"].cast<double>();
-  if (!(s.safeguard >= 0.0 && s.safeguard <= 1.0)) throw bad("safeguard must be in [0, 1]");
-  s.beta = o["beta"].cast<double>();
-  if (!(s.beta >= 1.0 && s.beta <= 1e6)) throw bad("beta must be in [1, 1e6]");
-  s.rounds = o["rounds"].cast<int>();
-  if (s.rounds < 1 || s.rounds > 64) throw bad("rounds must be in [1, 64]");
-  s.decode_slack = o["decode_slack"].cast<int>();
-  if (s.decode_slack < -1) throw bad("decode_slack must be >= -1 (-1: no decode-time eviction)");
+  s.safeguard = real_in_range(o["safeguard"], "safeguard", bad);
+  s.beta = real_in_range(o["beta"], "beta", bad);
+  s.rounds = int(integer_in_range(o["rounds"], "rounds", bad));
+  s.decode_slack = int(integer_in_range(o["decode_slack"], "decode_slack", bad, " (-1: no decode-time eviction)"));
   // The budget: exactly one of the press's budget/ratio and generate's kv_budget/compression_ratio,
   // with the CLI's rules (MkvError -> ValueError).
-  const auto own = mkv::PressConfig::budget_from_flags(o["budget"].cast<std::optional<int64_t>>(),
-                                                       o["ratio"].cast<std::optional<double>>(), {"budget", "ratio"});
+  std::optional<int64_t> own_tokens;
+  if (!o["budget"].is_none()) own_tokens = integer_in_range(o["budget"], "budget", bad);
+  const auto own = mkv::PressConfig::budget_from_flags(own_tokens, o["ratio"].cast<std::optional<double>>(),
+                                                       {"budget", "ratio"});
   const auto flags = python_budget(kv_budget, compression_ratio);
   if (own && flags) throw bad("a budget is given twice (in the press and by kv_budget/compression_ratio)");
   if (!own && !flags) throw bad("needs a budget: kv_budget=L or compression_ratio=r (or budget=/ratio= in the press)");
@@ -396,7 +564,7 @@ struct Model {
       PyErr_SetObject(PyExc_FileNotFoundError, py::make_tuple(ENOENT, "No such file or directory", path).ptr());
       throw py::error_already_set();
     }
-    py::gil_scoped_release release;  // loading touches no process-wide setting: no g_compute
+    GilRelease release;  // loading touches no process-wide setting: no g_compute
     file = std::make_unique<mkv::GgufFile>(mkv::GgufFile::open(path));
     transformer = std::make_unique<mkv::Transformer>(*file, kUbatch);
     tokenizer = mkv::Tokenizer::create(mkv::Vocab::from_gguf(*file));
@@ -433,8 +601,8 @@ struct Model {
     return out;
   }
 
-  std::vector<int32_t> tokenize(const std::string& text, bool add_bos, bool parse_special) const {
-    return tokenizer->encode(text, add_bos, parse_special);
+  std::vector<int32_t> tokenize(const py::handle& text, bool add_bos, bool parse_special) const {
+    return tokenizer->encode(utf8_text(text, "text"), add_bos, parse_special);
   }
 
   py::str detokenize(const std::vector<int64_t>& id_list, bool render_special) const {
@@ -452,21 +620,12 @@ struct Model {
     const int nv = n_vocab();
     py::array_t<float> out({static_cast<py::ssize_t>(ids.size()), static_cast<py::ssize_t>(nv)});
     float* data = out.mutable_data();
-    bool interrupted = false;
-    {
-      py::gil_scoped_release release;
-      try {
-        ComputeLock lock(poll_signals_now);
-        apply_settings();
-        mkv::Session session(*transformer, session_options(nullptr));
-        SignalPoller poller(true);
-        session.set_observer(&poller);
-        session.evaluate(ids, data);
-      } catch (const Interrupted&) {
-        interrupted = true;
-      }
-    }
-    if (interrupted) throw py::error_already_set();
+    compute_polling_signals([&](Poller& poller) {
+      apply_settings();
+      mkv::Session session(*transformer, session_options(nullptr));
+      session.set_observer(&poller);
+      session.evaluate(ids, data);
+    });
     return out;
   }
 
@@ -474,7 +633,7 @@ struct Model {
   std::vector<int32_t> prompt_ids(const py::handle& prompt) const {
     std::vector<int32_t> ids;
     if (py::isinstance<py::str>(prompt)) {
-      ids = tokenizer->encode(prompt.cast<std::string>(), /*add_special=*/true, /*parse_special=*/true);
+      ids = tokenizer->encode(utf8_text(prompt, "prompt"), /*add_special=*/true, /*parse_special=*/true);
     } else {
       ids = checked_ids(prompt.cast<std::vector<int64_t>>());  // the Python side passes a list of ints
     }
@@ -485,11 +644,13 @@ struct Model {
     return ids;
   }
 
-  std::vector<int32_t> chat_ids(const std::vector<std::pair<std::string, std::string>>& messages,
+  std::vector<int32_t> chat_ids(const std::vector<std::pair<py::str, py::str>>& messages,
                                 const std::string& chat_template) const {
     std::vector<mkv::ChatMessage> ms;
-    for (const auto& [role, content] : messages) ms.push_back({role, content});
-    const mkv::ChatTemplate t = mkv::ChatTemplate::for_vocab(tokenizer->vocab(), chat_template);
+    for (const auto& [role, content] : messages)
+      ms.push_back({utf8_text(role, "a message's role"), utf8_text(content, "a message's content")});
+    const mkv::ChatTemplate t = mkv::ChatTemplate::for_vocab(
+        tokenizer->vocab(), chat_template, "pass chat_template=\"llama3\", \"chatml\" or \"qwen3\"");
     const std::string text = t.render(ms, /*add_generation_prompt=*/true);
     const mkv::Vocab& v = tokenizer->vocab();
     const bool has_bos = v.bos >= 0 && text.starts_with(tokenizer->token_to_piece(v.bos, true));
@@ -509,11 +670,13 @@ struct Model {
   }
 
   // The engine press for a resolved press (nullptr for the full cache). A Python press's PyScorer
-  // borrows py->press: the caller keeps `py` alive as long as the press.
-  static std::unique_ptr<mkv::Press> make_press(const mkv::PressConfig& config, const std::optional<PyPressConfig>& py) {
+  // borrows py->press (the caller keeps `py` alive as long as the press) and `cancellation` (a
+  // stream's, or null).
+  static std::unique_ptr<mkv::Press> make_press(const mkv::PressConfig& config, const std::optional<PyPressConfig>& py,
+                                                Cancellation* cancellation = nullptr) {
     if (py)
-      return std::make_unique<mkv::ScorerPress>(std::make_unique<PyScorer>(py->press.ptr(), py->window, py->query_positions),
-                                                py->options);
+      return std::make_unique<mkv::ScorerPress>(
+          std::make_unique<PyScorer>(py->press.ptr(), py->window, py->query_positions, cancellation), py->options);
     if (!config.is_full()) return config.make();
     return nullptr;
   }
@@ -541,18 +704,18 @@ struct Model {
   }
 
   // Runs one generation on the calling thread; g_compute must be held and the GIL released.
-  // `on_text` and `check` are called on this thread between tokens.
+  // `on_text` is called on this thread with each piece, `poller` between layers and tokens;
+  // `cancellation` is a stream's (null otherwise), for a Python press.
   mkv::GenerationResult run(const GenerationJob& j, const std::function<bool(std::string_view)>& on_text,
-                            SignalPoller& poller, const std::function<void()>& check) {
+                            Poller& poller, Cancellation* cancellation = nullptr) {
     apply_settings();
-    std::unique_ptr<mkv::Press> p = make_press(j.press, j.py_press);
+    std::unique_ptr<mkv::Press> p = make_press(j.press, j.py_press, cancellation);
     mkv::Session session(*transformer, session_options(p.get()));
     session.set_observer(&poller);
     mkv::Sampler sampler(j.sampler);
     mkv::GenerationCallbacks callbacks;
     callbacks.pick = [&](std::span<const float> logits) {
       poller.poll();
-      if (check) check();
       return sampler.sample(logits);
     };
     callbacks.on_text = on_text;
@@ -561,18 +724,7 @@ struct Model {
 
   py::dict generate_blocking(const GenerationJob& j) {
     mkv::GenerationResult result;
-    bool interrupted = false;
-    {
-      py::gil_scoped_release release;
-      try {
-        ComputeLock lock(poll_signals_now);
-        SignalPoller poller(true);
-        result = run(j, {}, poller, {});
-      } catch (const Interrupted&) {
-        interrupted = true;
-      }
-    }
-    if (interrupted) throw py::error_already_set();
+    compute_polling_signals([&](Poller& poller) { result = run(j, {}, poller); });
     py::dict d;
     d["text"] = to_str(result.text);
     d["tokens"] = result.tokens;
@@ -585,27 +737,21 @@ struct Model {
 };
 
 // The streaming half: a worker thread runs the generation, pieces come back through a queue.
+// Every method is called with the GIL held (pybind11 destroys the object with it held too).
 class TextStream {
  public:
   TextStream(py::object model_ref, Model& model, GenerationJob job)
       : model_ref_(std::move(model_ref)), model_(model), job_(std::move(job)) {
     worker_ = std::thread([this] { work(); });
   }
-  ~TextStream() {
-    if (PyGILState_Check()) {
-      py::gil_scoped_release release;
-      stop();
-    } else {
-      stop();
-    }
-  }
+  ~TextStream() { stop(); }
 
   py::str next() {
     while (true) {
       std::optional<std::string> piece;
       bool finished = false;
       {
-        py::gil_scoped_release release;
+        GilRelease release;
         std::unique_lock lock(mutex_);
         changed_.wait_for(lock, kPollInterval, [&] { return !queue_.empty() || done_; });
         if (!queue_.empty()) {
@@ -617,10 +763,7 @@ class TextStream {
       }
       if (piece) return to_str(*piece);
       if (finished) {
-        {
-          py::gil_scoped_release release;
-          stop();
-        }
+        stop();
         if (error_) {
           std::exception_ptr e = std::exchange(error_, nullptr);
           std::rethrow_exception(e);  // MkvError -> ValueError by the translator
@@ -628,10 +771,7 @@ class TextStream {
         throw py::stop_iteration();
       }
       if (PyErr_CheckSignals() != 0) {  // KeyboardInterrupt while waiting: cancel, then raise
-        {
-          py::gil_scoped_release release;
-          stop();
-        }
+        stop();
         throw py::error_already_set();
       }
     }
@@ -639,38 +779,55 @@ class TextStream {
 
   // Cancels the generation (if still running) and waits for the worker. Safe to call twice.
   void close() {
-    py::gil_scoped_release release;
     stop();
     std::lock_guard lock(mutex_);
     queue_.clear();
   }
 
  private:
+  // Cancels the worker and waits for it, the GIL released while waiting. A Python press's call
+  // that is running gets a KeyboardInterrupt, again every kPollInterval until the worker ends (a
+  // score() that catches one). Two threads may call it at once (close() and __next__).
   void stop() {
-    cancel_ = true;
-    std::lock_guard lock(join_mutex_);  // close() and __next__ from two threads join once
+    cancellation_.request();
+    do {
+      cancellation_.interrupt_python();
+    } while (!wait_done(kPollInterval));
+    GilRelease release;
+    std::lock_guard lock(join_mutex_);
     if (worker_.joinable()) worker_.join();
+  }
+
+  // Waits up to `timeout` for the worker to finish; true when it has.
+  bool wait_done(std::chrono::milliseconds timeout) {
+    GilRelease release;
+    std::unique_lock lock(mutex_);
+    return changed_.wait_for(lock, timeout, [&] { return done_; });
   }
 
   void work() {
     try {
-      auto check = [this] {
-        if (cancel_) throw Cancelled{};
-      };
+      auto check = [this] { cancellation_.check(); };
       ComputeLock compute(check);  // a stream waiting for another computation can be cancelled
-      SignalPoller poller(false);  // signals are polled by the consumer
+      Poller poller(check);        // signals are polled by the consumer
       auto on_text = [this](std::string_view text) {
-        if (cancel_) return false;
+        if (cancellation_.requested()) return false;
         std::lock_guard lock(mutex_);
         queue_.emplace_back(text);
         changed_.notify_all();
         return true;
       };
-      model_.run(job_, on_text, poller, check);
+      model_.run(job_, on_text, poller, &cancellation_);
     } catch (const Cancelled&) {
+    } catch (abi::__forced_unwind&) {
+      throw;
     } catch (...) {
-      std::lock_guard lock(mutex_);
-      error_ = std::current_exception();
+      // Once cancelled, an error is the cancellation's doing (the KeyboardInterrupt raised in a
+      // Python press) or of no interest to a consumer that has stopped reading.
+      if (!cancellation_.requested()) {
+        std::lock_guard lock(mutex_);
+        error_ = std::current_exception();
+      }
     }
     std::lock_guard lock(mutex_);
     done_ = true;
@@ -685,7 +842,7 @@ class TextStream {
   std::deque<std::string> queue_;
   bool done_ = false;
   std::exception_ptr error_;
-  std::atomic<bool> cancel_ = false;
+  Cancellation cancellation_;
   std::mutex join_mutex_;
   std::thread worker_;
 };
@@ -778,40 +935,42 @@ struct PySession {
                             std::to_string(session->n_ctx()) + " (raise ctx)");
   }
 
-  // Runs f on the session with the GIL released and g_compute held; see the block comment.
+  // Changes the session's cache: checks that it may (check_mutable), then runs f with the GIL
+  // released and g_compute held (see the block comment). Nothing runs Python code between the
+  // check and marking the session busy, and busy covers the whole change: no view of the cache
+  // can be taken in between (head() refuses while busy), so none can outlive the change. Callers
+  // run every Python code of theirs (a press's options) before.
   template <class F>
-  void compute(F&& f) {
-    busy = true;
-    bool interrupted = false;
-    std::exception_ptr error;
-    {
-      py::gil_scoped_release release;
+  void mutate(int64_t n_new, const char* what, F&& f) {
+    check_mutable(n_new, what);
+    Busy mark(busy);
+    compute_polling_signals([&](Poller& poller) { run_resetting_on_error(poller, f); });
+  }
+
+  struct Busy {
+    explicit Busy(bool& flag) : flag(flag) { flag = true; }
+    ~Busy() { flag = false; }
+    bool& flag;
+  };
+
+  template <class F>
+  void run_resetting_on_error(Poller& poller, F& f) {
+    try {
+      model.apply_settings();
+      queries.set_next(&poller);
+      session->set_observer(&queries);
+      f();
+      session->set_observer(nullptr);
+    } catch (...) {
+      session->set_observer(nullptr);
       try {
-        ComputeLock lock(poll_signals_now);
-        SignalPoller poller(true);
-        try {
-          model.apply_settings();
-          queries.set_next(&poller);
-          session->set_observer(&queries);
-          f();
-          session->set_observer(nullptr);
-        } catch (...) {
-          session->set_observer(nullptr);
-          try {
-            reset_engine();
-          } catch (...) {
-          }
-          throw;
-        }
-      } catch (const Interrupted&) {
-        interrupted = true;
-      } catch (...) {
-        error = std::current_exception();
+        reset_engine();
+      } catch (abi::__forced_unwind&) {
+        throw;
+      } catch (...) {  // the first error is the one to report
       }
+      throw;
     }
-    busy = false;
-    if (interrupted) throw py::error_already_set();
-    if (error) std::rethrow_exception(error);
   }
 
   py::array_t<float> last_logits(std::span<const float> l) const {
@@ -823,44 +982,41 @@ struct PySession {
   py::array_t<float> prefill(const std::vector<int64_t>& id_list) {
     const std::vector<int32_t> ids = model.checked_ids(id_list);
     if (ids.empty()) throw py::value_error("Session.prefill: no token ids given");
-    check_mutable(static_cast<int64_t>(ids.size()), "prefill");
     std::span<const float> l;
-    compute([&] { l = session->prefill(ids); });
+    mutate(static_cast<int64_t>(ids.size()), "prefill", [&] { l = session->prefill(ids); });
     return last_logits(l);
   }
 
   py::array_t<float> decode(int64_t token) {
     const std::vector<int32_t> ids = model.checked_ids({token});
-    check_mutable(1, "decode");
     std::span<const float> l;
-    compute([&] { l = session->decode(ids[0]); });
+    mutate(1, "decode", [&] { l = session->decode(ids[0]); });
     return last_logits(l);
   }
 
   py::array_t<float> evaluate(const std::vector<int64_t>& id_list) {
     const std::vector<int32_t> ids = model.checked_ids(id_list);
     if (ids.empty()) throw py::value_error("Session.evaluate: no token ids given");
-    check_mutable(static_cast<int64_t>(ids.size()), "evaluate");
     py::array_t<float> out({static_cast<py::ssize_t>(ids.size()), static_cast<py::ssize_t>(model.n_vocab())});
     float* data = out.mutable_data();
-    compute([&] { session->evaluate(ids, data); });
+    mutate(static_cast<int64_t>(ids.size()), "evaluate", [&] { session->evaluate(ids, data); });
     return out;
   }
 
   void reset() {
-    check_mutable(0, "reset");
-    compute([&] { reset_engine(); });
+    mutate(0, "reset", [&] { reset_engine(); });
   }
 
   // Compresses the cache now with `press_obj` (a spec or a momentkv.ScorerPress) and its budget;
   // see the block comment above. Errors found before the computation change nothing.
   void compress(const py::object& press_obj, std::optional<int64_t> kv_budget, std::optional<double> compression_ratio) {
-    check_mutable(0, "compress");
+    check_not_in_press();
     mkv::PressConfig config;
     std::optional<PyPressConfig> py;
-    Model::resolve_press(press_obj, kv_budget, compression_ratio, config, py);
+    Model::resolve_press(press_obj, kv_budget, compression_ratio, config, py);  // may run Python code
     const std::string name = py ? std::string(py::str(py::type::handle_of(press_obj).attr("__qualname__")))
                                 : config.as_given();
+    check_mutable(0, "compress");  // before reading the session (mutate checks again, at the change)
     if (session->n_past() == 0)
       throw py::value_error("Session.compress: the session holds no tokens (prefill some first)");
     if (!py && config.is_full()) return;  // keeps every token
@@ -885,7 +1041,7 @@ struct PySession {
                             momentkv_python::describe_moments(held) + " and has already evicted tokens: compress it "
                             "with a press that tracks the same, or reset() and prefill again");
     const mkv::PressGeometry geometry = momentkv_python::press_geometry(model.transformer->config());
-    compute([&] {
+    mutate(0, "compress", [&] {
       if (copy) session->cache() = momentkv_python::with_moments(session->cache(), wanted);
       p->reset(geometry);  // a Python press's reset() runs here
       queries.replay(*p, session->cache());
@@ -1007,6 +1163,11 @@ struct PyCache {
   }
 };
 
+// A layer budget (tokens per KV head) for pooling_kernel / observation_window, in a budget's range.
+int32_t layer_budget(const py::int_& budget) {
+  return int32_t(integer_in_range(budget, "budget", [](const std::string& what) { return py::value_error(what); }));
+}
+
 py::list press_catalog() {
   py::list out;
   for (const mkv::PressInfo& p : mkv::press_catalog()) {
@@ -1051,10 +1212,12 @@ PYBIND11_MODULE(_momentkv, m) {
       py::arg("require_budget") = false,
       "Validates a press spec like --press (with kv_budget/compression_ratio as --kv-budget/--compression-ratio); "
       "returns (name, canonical spec, spec as given). ValueError with the engine's message when it is invalid.");
-  m.def("pooling_kernel", &mkv::pooling_kernel, py::arg("budget"),
+  m.def("pooling_kernel", [](const py::int_& budget) { return mkv::pooling_kernel(layer_budget(budget)); },
+        py::arg("budget"),
         "The max-pool kernel that kernel=auto gives a layer budget of `budget` tokens per KV head "
         "(L/3 made odd, in [7, 31]).");
-  m.def("observation_window", &mkv::observation_window, py::arg("budget"),
+  m.def("observation_window", [](const py::int_& budget) { return mkv::observation_window(layer_budget(budget)); },
+        py::arg("budget"),
         "The observation window that window=auto gives a layer budget of `budget` tokens per KV head "
         "(L/64 in [1, 32]): the queries a window-based press scores with and the recent rows it keeps.");
   m.def("press_catalog", &press_catalog, "Every press with its parameters and defaults (momentkv presses).");
@@ -1121,11 +1284,13 @@ PYBIND11_MODULE(_momentkv, m) {
           [](py::object self, py::object prompt, int max_tokens, float temperature, float top_p,
              int top_k, float min_p, std::optional<int64_t> seed, py::object press,
              std::optional<int64_t> kv_budget, std::optional<double> compression_ratio,
-             std::vector<std::string> stop, bool ignore_eos, bool stream) -> py::object {
+             const std::vector<py::str>& stop, bool ignore_eos, bool stream) -> py::object {
             Model& model = self.cast<Model&>();
             check_not_in_press();
+            std::vector<std::string> stop_texts;
+            for (const py::str& s : stop) stop_texts.push_back(utf8_text(s, "a stop string"));
             GenerationJob j = model.job(model.prompt_ids(prompt), max_tokens, temperature, top_p, top_k, min_p, seed, press, kv_budget,
-                                        compression_ratio, std::move(stop), ignore_eos);
+                                        compression_ratio, std::move(stop_texts), ignore_eos);
             if (!stream) return model.generate_blocking(j);
             return py::cast(std::make_unique<TextStream>(self, model, std::move(j)));
           },

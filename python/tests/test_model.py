@@ -127,8 +127,9 @@ def test_seed_and_stop(needle_model):
 
 
 def test_chat(needle_model):
-    with pytest.raises(ValueError, match="template"):
+    with pytest.raises(ValueError, match="template") as e:
         needle_model.chat([{"role": "user", "content": "Hi"}], 4)
+    assert 'chat_template="llama3"' in str(e.value) and "--" not in str(e.value)
     messages = [{"role": "system", "content": "Be brief."}, ("user", "Tell me a story.")]
     got = needle_model.chat(messages, 8, chat_template="chatml", temperature=0)
     rendered = ("<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nTell me a story.<|im_end|>\n"
@@ -210,6 +211,31 @@ def test_bad_inputs_raise(needle_model, tmp_path):
         m.logits("not ids")
     # The model still works after all of that.
     assert m.generate("Once upon a time", 4, temperature=0) != ""
+
+
+def test_text_must_be_valid_str(needle_model):
+    m = needle_model
+    for call in (lambda: m.generate("\udcff", 4), lambda: m.generate_details("ok \udcff", 4)):
+        with pytest.raises(ValueError, match="prompt is not valid UTF-8 text: .*surrogates not allowed"):
+            call()
+    with pytest.raises(ValueError, match="text is not valid UTF-8 text"):
+        m.tokenize("\udcff")
+    with pytest.raises(ValueError, match="a stop string is not valid UTF-8 text"):
+        m.generate("Hi", 2, stop=["\udcff"])
+    with pytest.raises(ValueError, match="a message's content is not valid UTF-8 text"):
+        m.chat([("user", "\udcff")], 2, chat_template="chatml")
+    for text in (b"Once upon a time", b"\xff\xfe"):  # like generate, tokenize takes text (str) only
+        with pytest.raises(TypeError, match="text must be a str, got bytes"):
+            m.tokenize(text)
+
+
+def test_kv_budget_takes_integers_not_bools(needle_model):
+    got = needle_model.generate("Once upon a time", 4, temperature=0, press="snapkv", kv_budget=np.int64(16))
+    assert got == needle_model.generate("Once upon a time", 4, temperature=0, press="snapkv", kv_budget=16)
+    with pytest.raises(TypeError, match="kv_budget must be an int, got bool"):
+        needle_model.generate("Once upon a time", 4, press="snapkv", kv_budget=True)
+    with pytest.raises(TypeError, match="kv_budget must be an int, got bool"):
+        needle_model.session(press="snapkv", kv_budget=True)
 
 
 # ---- Ctrl-C and threads ---------------------------------------------------------------------------

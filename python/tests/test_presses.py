@@ -68,3 +68,19 @@ def test_budget_in_the_press_or_the_call_not_both():
     assert "budget=64" in _momentkv.parse_press(presses.SnapKV().spec, 64)[1]
     with pytest.raises(ValueError, match="budget"):
         _momentkv.parse_press("snapkv", require_budget=True)
+
+
+def test_integer_parameters_accept_numpy_integers_and_reject_bad_budgets():
+    import numpy as np
+    assert presses.SnapKV(window=np.int64(8), sinks=np.int32(2)).spec == presses.SnapKV(window=8, sinks=2).spec
+    assert presses.pooling_kernel(np.int64(64)) == presses.pooling_kernel(64)
+    assert presses.observation_window(np.uint16(4096)) == 32
+    for bad in (0, -5, 2**70):
+        with pytest.raises(ValueError, match=rf"budget={bad} must be in \[1, 1000000000\]"):
+            presses.pooling_kernel(bad)
+        with pytest.raises(ValueError, match=rf"budget={bad} must be in \[1, 1000000000\]"):
+            presses.observation_window(bad)
+    with pytest.raises(TypeError, match="budget must be an int, got bool"):
+        presses.pooling_kernel(True)
+    with pytest.raises(TypeError, match="snapkv: window must be an int or \"auto\", got bool"):
+        presses.SnapKV(window=True)

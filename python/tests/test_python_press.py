@@ -58,7 +58,7 @@ def test_auto_window_is_the_budgets_window(needle_model, needle_text):
     assert auto == tokens(needle_model, needle_text, PySnapKV(window=1), budget)
     assert auto == tokens(needle_model, needle_text, "snapkv:window=1", budget)
     assert auto != tokens(needle_model, needle_text, PySnapKV(window=32), budget)  # the window matters here
-    with pytest.raises(TypeError, match='window must be a int or "auto", got str'):
+    with pytest.raises(TypeError, match='window must be an int or "auto", got str'):
         PySnapKV(window="wide")
 
 
@@ -192,7 +192,7 @@ def test_invalid_options(needle_model):
     def gen(press, **kw):
         return needle_model.generate("Once upon a time", 2, temperature=0, press=press, **kw)
 
-    with pytest.raises(ValueError, match="window=0 must be >= 1"):
+    with pytest.raises(ValueError, match=r"window=0 must be in \[1, "):
         gen(Recency(window=0), kv_budget=16)
     with pytest.raises(ValueError, match="sinks=-1"):
         gen(Recency(sinks=-1), kv_budget=16)
@@ -206,9 +206,34 @@ def test_invalid_options(needle_model):
         gen(Recency(), kv_budget=0)
     with pytest.raises(ValueError):
         gen(Recency(), compression_ratio=1.0)
-    with pytest.raises(TypeError, match="window must be a int"):
+    with pytest.raises(TypeError, match="window must be an int"):
         Recency(window="32")
     with pytest.raises(TypeError, match="nc must be a bool"):
         Recency(nc=1)
     with pytest.raises(TypeError):
         gen(object(), kv_budget=16)
+
+
+def test_option_ranges_are_the_press_specs(needle_model):
+    # Above a C int, and above the spec parser's limits (window/sinks 1e6, decode_slack 1e9).
+    def gen(press):
+        return needle_model.generate("Once upon a time", 2, temperature=0, press=press, kv_budget=16)
+
+    for key, limit in (("window", 1_000_000), ("sinks", 1_000_000), ("decode_slack", 1_000_000_000)):
+        for value in (limit + 1, 2**40):
+            with pytest.raises(ValueError, match=rf"press Recency: {key}={value} must be in \[-?\d+, {limit}\]"):
+                gen(Recency(**{key: value}))
+    with pytest.raises(ValueError, match=r"budget=1180591620717411303424 must be in \[1, 1000000000\]"):
+        needle_model.generate("Once upon a time", 2, press=Recency(budget=2**70))
+    with pytest.raises(ValueError, match=r"rounds=65 must be in \[1, 64\]"):
+        gen(Recency(rounds=65))
+
+
+def test_options_accept_numpy_integers_not_bools(needle_model, needle_text):
+    press = Recency(window=np.int64(8), sinks=np.int32(4), decode_slack=np.int16(-1))
+    assert tokens(needle_model, needle_text, press, np.int64(64)) == tokens(needle_model, needle_text,
+                                                                          Recency(window=8), 64)
+    with pytest.raises(TypeError, match="sinks must be an int, got bool"):
+        Recency(sinks=True)
+    with pytest.raises(TypeError, match="kv_budget must be an int, got bool"):
+        needle_model.generate("Once upon a time", 2, press=Recency(), kv_budget=True)

@@ -284,6 +284,13 @@ const std::vector<PressInfo>& press_catalog() {
   return catalog;
 }
 
+std::optional<ParamRange> param_range(std::string_view key) {
+  for (const PressDef& d : definitions())
+    for (const Param& p : d.params)
+      if (p.key == key && (p.kind == Kind::Int || p.kind == Kind::Real)) return ParamRange{p.lo, p.hi};
+  return std::nullopt;
+}
+
 std::vector<PressConfig> compressing_presses() {
   std::vector<PressConfig> out;
   for (const PressDef& d : definitions())

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -25,6 +26,14 @@ struct PressInfo {
 
 // Every press with its parameters and defaults, in display order.
 const std::vector<PressInfo>& press_catalog();
+
+// The range a spec accepts for a numeric parameter (an integer or real key): [min, max].
+struct ParamRange {
+  double min, max;
+};
+// The range of the numeric parameter `key` (the same in every press that takes it); nullopt for a
+// key that is not numeric or not a parameter. Front ends check their own options against it.
+std::optional<ParamRange> param_range(std::string_view key);
 
 // Every press but "full", in catalog order, with its defaults and no budget: what the comparison
 // commands (kl, fidelity) run when no --press is given.

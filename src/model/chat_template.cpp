@@ -5,8 +5,6 @@
 namespace mkv {
 namespace {
 
-constexpr std::string_view kOverrideHint = "pass --chat-template llama3|chatml|qwen3";
-
 bool contains(std::string_view text, std::string_view part) {
   return text.find(part) != std::string_view::npos;
 }
@@ -33,17 +31,17 @@ bool is_tool_response(const ChatMessage& message) {
 
 }  // namespace
 
-ChatTemplate ChatTemplate::detect(std::string_view template_text) {
+ChatTemplate ChatTemplate::detect(std::string_view template_text, std::string_view override_hint) {
   MKV_CHECK(!template_text.empty(),
             "the model has no chat template (tokenizer.chat_template is missing or empty); {}",
-            kOverrideHint);
+            override_hint);
   if (contains(template_text, "<|im_start|>"))
     return ChatTemplate(contains(template_text, "<think>") ? Family::qwen3 : Family::chatml);
   if (contains(template_text, "<|start_header_id|>")) return ChatTemplate(Family::llama3);
   fail(
       "unrecognised chat template (tokenizer.chat_template has neither Llama-3's "
       "'<|start_header_id|>' nor ChatML's '<|im_start|>'; it starts with '{}'); {}",
-      template_text.substr(0, 60), kOverrideHint);
+      template_text.substr(0, 60), override_hint);
 }
 
 ChatTemplate ChatTemplate::by_name(std::string_view name) {
@@ -53,8 +51,9 @@ ChatTemplate ChatTemplate::by_name(std::string_view name) {
   fail("unknown chat template '{}' (expected llama3, chatml or qwen3)", name);
 }
 
-ChatTemplate ChatTemplate::for_vocab(const Vocab& vocab, std::string_view override_name) {
-  return override_name.empty() ? detect(vocab.chat_template) : by_name(override_name);
+ChatTemplate ChatTemplate::for_vocab(const Vocab& vocab, std::string_view override_name,
+                                     std::string_view override_hint) {
+  return override_name.empty() ? detect(vocab.chat_template, override_hint) : by_name(override_name);
 }
 
 std::string_view ChatTemplate::name() const {

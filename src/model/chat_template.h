@@ -34,13 +34,17 @@ class ChatTemplate {
  public:
   enum class Family { llama3, chatml, qwen3 };
 
+  // How the CLI overrides the template; a front end with other words passes its own to detect().
+  static constexpr std::string_view kCliOverrideHint = "pass --chat-template llama3|chatml|qwen3";
+
   // Recognises the family of a tokenizer.chat_template text; throws MkvError when it is empty or
-  // unrecognised (the message suggests --chat-template).
-  static ChatTemplate detect(std::string_view template_text);
+  // unrecognised (the message ends with `override_hint`).
+  static ChatTemplate detect(std::string_view template_text, std::string_view override_hint = kCliOverrideHint);
   // "llama3", "chatml" or "qwen3" (the --chat-template override); throws MkvError otherwise.
   static ChatTemplate by_name(std::string_view name);
-  // by_name(override_name) when it is not empty, else detect(vocab.chat_template).
-  static ChatTemplate for_vocab(const Vocab& vocab, std::string_view override_name = {});
+  // by_name(override_name) when it is not empty, else detect(vocab.chat_template, override_hint).
+  static ChatTemplate for_vocab(const Vocab& vocab, std::string_view override_name = {},
+                                std::string_view override_hint = kCliOverrideHint);
 
   std::string render(const std::vector<ChatMessage>& messages, bool add_generation_prompt) const;
 
