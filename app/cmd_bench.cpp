@@ -310,6 +310,14 @@ int run_bench_command(const BenchOptions& options) {
   const std::vector<int> gens = parse_int_list(o.n_gen, "-n", 0);
   const std::vector<int> depths = parse_int_list(o.depths, "-d", 0);
   const std::vector<int> threads = parse_int_list(o.threads, "-t", 1);
+  const auto positive = [](int n) { return n > 0; };
+  MKV_CHECK(std::any_of(prompts.begin(), prompts.end(), positive) || std::any_of(gens.begin(), gens.end(), positive),
+            "-p and -n are all 0: no test to run");
+  const bool at_depth = std::any_of(depths.begin(), depths.end(), positive);
+  // The A/B flags time a press's decode after a depth prefill; without one they would time nothing.
+  MKV_CHECK(!(o.nc_ab || o.depth0_ab) || (!o.presses.empty() && at_depth),
+            "{} times a press's decode at depth: give --press SPEC --kv-budget L and -d D > 0",
+            o.nc_ab ? "--nc-ab" : "--depth0-ab");
   std::vector<std::string> models = o.models;
   if (models.empty()) models.push_back("");
   for (const auto& m : models)

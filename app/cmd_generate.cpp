@@ -108,6 +108,9 @@ int run_generate(const GenerateOptions& o) {
 
   std::vector<int32_t> tokens = tok.encode(prompt, /*add_special=*/true, /*parse_special=*/true);
   MKV_CHECK(!tokens.empty(), "the prompt is empty and the model adds no BOS token; give -p TEXT");
+  // Checked before the prompt is echoed, so that a failed run prints only its error.
+  MKV_CHECK(std::ssize(tokens) < session.n_ctx(), "prompt of {} tokens does not fit the context of {} (raise -c)",
+            tokens.size(), session.n_ctx());
   std::fwrite(prompt.data(), 1, prompt.size(), stdout);
   std::fflush(stdout);
   const KvCache& cache = session.cache();

@@ -2,9 +2,12 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <bit>
 #include <cstring>
 #include <limits>
+#include <tuple>
+#include <vector>
 
 #include "core/error.h"
 #include "core/message_text.h"
@@ -225,7 +228,27 @@ std::size_t read_alignment(const GgufHeader& h, const std::string& file) {
   return static_cast<std::size_t>(*alignment);
 }
 
-// Checks every tensor's offset alignment and that its bytes lie inside the image; sets data.
+// Two tensors whose bytes overlap (a hand-edited or corrupted offset) would alias each other's
+// weights silently; llama.cpp rejects them too.
+void require_disjoint(const GgufHeader& h, const std::string& file) {
+  std::vector<std::size_t> order(h.tensors.size());  // tensor indices by offset
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    const GgufTensorInfo &x = h.tensors[a], &y = h.tensors[b];
+    // An empty tensor overlaps nothing; ties go in file order, so that messages do not vary.
+    return std::tie(x.offset, x.nbytes, a) < std::tie(y.offset, y.nbytes, b);
+  });
+  for (std::size_t k = 1; k < order.size(); ++k) {
+    const GgufTensorInfo& before = h.tensors[order[k - 1]];
+    const GgufTensorInfo& after = h.tensors[order[k]];
+    if (before.offset + before.nbytes > after.offset)  // both already checked to lie inside the file
+      fail("{}: {} (data [{}, {})) overlaps {} (data from {})", file, item_context("tensor", order[k - 1], before.name),
+           before.offset, before.offset + before.nbytes, item_context("tensor", order[k], after.name), after.offset);
+  }
+}
+
+// Checks every tensor's offset alignment, that its bytes lie inside the image and overlap no other
+// tensor's; sets data.
 void place_tensors(GgufHeader& h, std::span<const uint8_t> bytes, const std::string& file) {
   for (std::size_t i = 0; i < h.tensors.size(); ++i) {
     GgufTensorInfo& t = h.tensors[i];
@@ -240,6 +263,7 @@ void place_tensors(GgufHeader& h, std::span<const uint8_t> bytes, const std::str
            item_context("tensor", i, t.name), begin, end, bytes.size());
     t.data = bytes.data() + static_cast<std::size_t>(begin);
   }
+  require_disjoint(h, file);
 }
 
 }  // namespace

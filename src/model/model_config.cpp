@@ -41,7 +41,10 @@ ModelConfig ModelConfig::from_gguf(const GgufFile& file) {
   c.rope_dim = optional(p + "rope.dimension_count", c.head_dim_k);
   c.rope_base = static_cast<float>(file.get_float_opt(p + "rope.freq_base").value_or(10000.0));
   c.rms_eps = static_cast<float>(file.get_float_opt(p + "attention.layer_norm_rms_epsilon").value_or(1e-5));
-  MKV_CHECK(c.rope_base > 0 && c.rms_eps > 0, "{}: rope base and rms epsilon must be positive", file.path());
+  MKV_CHECK(c.rope_base > 0 && std::isfinite(c.rope_base), "{}: rope base must be positive and finite, got {}",
+            file.path(), c.rope_base);
+  // Models use 1e-6 to 1e-5; an epsilon near 1 or above flattens every norm into garbage.
+  MKV_CHECK(c.rms_eps > 0 && c.rms_eps < 0.1f, "{}: rms epsilon must be in (0, 0.1), got {}", file.path(), c.rms_eps);
   if (auto scaling = file.get_string_opt(p + "rope.scaling.type"); scaling && *scaling != "none")
     fail("{}: rope scaling '{}' is not supported (Llama-3 scaling via rope_freqs.weight is)", file.path(),
          *scaling);

@@ -313,5 +313,21 @@ TEST_F(CliBadInput, SampleIndicesMustBeNonNegative) {
   }
 }
 
+// (m) bench with nothing to time printed an empty table, --nc-ab without a press at depth timed
+// nothing, and generate echoed a prompt too long for the context before its error.
+TEST_F(CliBadInput, RunsThatWouldDoNothingSaySo) {
+  expect_error({"bench", "-m", model(), "-p", "0", "-n", "0", "--no-probe"}, {"-p and -n are all 0"});
+  expect_error({"bench", "-m", model(), "-p", "0", "-n", "4", "--nc-ab", "--no-probe"}, {"--nc-ab", "--press"});
+  expect_error({"bench", "-m", model(), "-p", "0", "-n", "4", "--depth0-ab", "--press", "snapkv", "--kv-budget", "8",
+                "--no-probe"},
+               {"--depth0-ab", "-d D > 0"});
+  std::string long_prompt;
+  for (int i = 0; i < 200; ++i) long_prompt += "Tom had a red ball. ";
+  const auto r = run({"generate", "-m", model(), "-c", "64", "-p", long_prompt, "-n", "2"});
+  EXPECT_EQ(test::error_convention_problem(r), "") << r.err;
+  EXPECT_NE(r.err.find("does not fit the context of 64"), std::string::npos) << r.err;
+  EXPECT_EQ(r.out, "");
+}
+
 }  // namespace
 }  // namespace mkv

@@ -1,5 +1,6 @@
 // Targeted malformed images (built byte by byte with RawGguf): each error message must name the
 // file, the key or tensor, the problem and, where it applies, the byte offset.
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -65,6 +66,24 @@ TEST(GgufMalformed, TensorOffsetOutOfRange) {
   // An offset near 2^64 must not wrap around into the file.
   EXPECT_THAT(parse_error(one_tensor_file(kF32, {32}, ~uint64_t{31})),
               HasSubstr("lies outside the file"));
+}
+
+// Tensors "a" and "b" of 32 floats (128 bytes) at offsets 0 and `b_offset`, in a 256-byte data section.
+std::vector<uint8_t> two_tensor_file(uint64_t b_offset) {
+  RawGguf g;
+  g.header(3, 2, 1)
+      .kv_string("general.architecture", "llama")
+      .tensor_info("a", {32}, kF32, 0)
+      .tensor_info("b", {32}, kF32, b_offset);
+  return g.pad_to(32).zeros(256).bytes;
+}
+
+TEST(GgufMalformed, OverlappingTensors) {
+  EXPECT_EQ(GgufFile::from_bytes(two_tensor_file(128), "apart.gguf").tensor("b").offset, 128u);
+  for (uint64_t b_offset : {0u, 32u, 96u})
+    EXPECT_THAT(parse_error(two_tensor_file(b_offset)),
+                AllOf(HasSubstr("test.gguf"), HasSubstr("tensor #0 'a' (data [0, 128)) overlaps tensor #1 'b'"),
+                      HasSubstr(fmt::format("data from {}", b_offset))));
 }
 
 TEST(GgufMalformed, MisalignedTensorOffset) {
