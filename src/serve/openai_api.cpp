@@ -15,19 +15,34 @@ using nlohmann::json;
   throw ApiError(400, "invalid_request_error", message, param);
 }
 
+// A field the request gives: present and not null (OpenAI clients send explicit nulls for unset
+// options).
+bool given(const json& body, const char* key) {
+  const auto it = body.find(key);
+  return it != body.end() && !it->is_null();
+}
+
 double number(const json& body, const char* key, double lo, double hi) {
   const json& v = body.at(key);
   if (!v.is_number()) bad(key, fmt::format("'{}' must be a number", key));
   const double x = v.get<double>();
-  if (!std::isfinite(x) || x < lo || x > hi) bad(key, fmt::format("'{}' must be in [{}, {}], got {}", key, lo, hi, v.dump()));
+  if (!std::isfinite(x) || x < lo || x > hi) bad(key, fmt::format("'{}' must be in [{}, {}], got {}", key, lo, hi, shown(v)));
   return x;
+}
+
+// A whole number that int64_t cannot hold: JSON parses it as unsigned (up to 2^64) or as a float
+// (more digits, or an exponent form like 1e23).
+bool whole_beyond_int64(const json& v) {
+  if (v.is_number_unsigned()) return v.get<uint64_t>() > uint64_t(std::numeric_limits<int64_t>::max());
+  if (!v.is_number_float()) return false;
+  const double x = v.get<double>();
+  return x == std::floor(x) && (x >= 0x1p63 || x < -0x1p63);
 }
 
 int64_t integer(const json& body, const char* key, int64_t lo, int64_t hi) {
   const json& v = body.at(key);
+  if (whole_beyond_int64(v)) bad(key, fmt::format("'{}' must be in [{}, {}], got {} (out of range)", key, lo, hi, shown(v)));
   if (!v.is_number_integer()) bad(key, fmt::format("'{}' must be an integer", key));
-  if (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(std::numeric_limits<int64_t>::max()))
-    bad(key, fmt::format("'{}' is out of range", key));
   const int64_t x = v.get<int64_t>();
   if (x < lo || x > hi) bad(key, fmt::format("'{}' must be in [{}, {}], got {}", key, lo, hi, x));
   return x;
@@ -44,20 +59,43 @@ bool boolean(const json& body, const char* key) {
   return v.get<bool>();
 }
 
+bool is_text_part(const json& part) {
+  if (!part.is_object()) return false;
+  const auto type = part.find("type"), text = part.find("text");
+  return type != part.end() && *type == "text" && text != part.end() && text->is_string();
+}
+
 // OpenAI's message content: a string, or an array of {"type": "text", "text": ...} parts.
 std::string message_content(const json& content, const std::string& where) {
   if (content.is_string()) return content.get<std::string>();
   if (!content.is_array()) bad(where, fmt::format("'{}' must be a string or an array of text parts", where));
   std::string out;
-  for (const json& part : content) {
-    if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") || !part["text"].is_string())
-      bad(where, fmt::format("'{}': only {{\"type\": \"text\", \"text\": ...}} parts are supported", where));
-    out += part["text"].get<std::string>();
+  for (std::size_t i = 0; i < content.size(); ++i) {
+    if (!is_text_part(content[i]))
+      bad(where, fmt::format("'{}[{}]': only {{\"type\": \"text\", \"text\": ...}} parts are supported", where, i));
+    out += content[i]["text"].get<std::string>();
   }
   return out;
 }
 
+// A parse error's text, cut short: nlohmann quotes the last token read, which may be a string of
+// megabytes.
+std::string parse_error_text(const json::exception& e) {
+  constexpr std::size_t kMaxChars = 300;
+  std::string message = json_error_text(e.what());
+  if (message.size() > kMaxChars) message = message.substr(0, kMaxChars) + "...";
+  return message;
+}
+
 }  // namespace
+
+std::string shown(const json& value) {
+  if (value.is_string()) return "a string";
+  if (value.is_array()) return "an array";
+  if (value.is_object()) return "an object";
+  if (value.is_number_float()) return fmt::format("{}", value.get<double>());  // shortest form: 1e+23
+  return value.dump();  // an integer, true, false or null
+}
 
 json error_body(const ApiError& error) {
   return {{"error",
@@ -72,7 +110,7 @@ CompletionRequest parse_completion_request(const std::string& body, bool chat, u
   try {
     j = json::parse(body);
   } catch (const json::exception& e) {
-    bad("", fmt::format("the request body is not valid JSON ({})", json_error_text(e.what())));
+    bad("", fmt::format("the request body is not valid JSON ({})", parse_error_text(e)));
   }
   if (!j.is_object()) bad("", "the request body must be a JSON object");
   CompletionRequest r;
@@ -104,19 +142,21 @@ CompletionRequest parse_completion_request(const std::string& body, bool chat, u
     }
   }
   constexpr int64_t kMaxTokens = 1 << 24;
-  if (j.contains("max_tokens") && !j["max_tokens"].is_null()) r.max_tokens = int(integer(j, "max_tokens", -1, kMaxTokens));
-  if (j.contains("max_completion_tokens") && !j["max_completion_tokens"].is_null())
-    r.max_tokens = int(integer(j, "max_completion_tokens", -1, kMaxTokens));
-  if (j.contains("n_predict")) r.max_tokens = int(integer(j, "n_predict", -1, kMaxTokens));
-  if (j.contains("temperature") && !j["temperature"].is_null()) r.sampling.temperature = float(number(j, "temperature", 0, 100));
-  if (j.contains("top_p") && !j["top_p"].is_null()) {
+  if (given(j, "max_tokens")) r.max_tokens = int(integer(j, "max_tokens", -1, kMaxTokens));
+  if (given(j, "max_completion_tokens")) r.max_tokens = int(integer(j, "max_completion_tokens", -1, kMaxTokens));
+  if (given(j, "n_predict")) r.max_tokens = int(integer(j, "n_predict", -1, kMaxTokens));
+  if (given(j, "temperature")) r.sampling.temperature = float(number(j, "temperature", 0, 100));
+  if (given(j, "top_p")) {
     r.sampling.top_p = float(number(j, "top_p", 0, 1));
     if (r.sampling.top_p <= 0) bad("top_p", "'top_p' must be in (0, 1]");
   }
-  if (j.contains("top_k")) r.sampling.top_k = int(integer(j, "top_k", 0, 1 << 30));
-  if (j.contains("min_p")) r.sampling.min_p = float(number(j, "min_p", 0, 1));
-  if (j.contains("seed") && !j["seed"].is_null()) r.sampling.seed = uint64_t(integer(j, "seed", std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max()));
-  if (j.contains("stop") && !j["stop"].is_null()) {
+  if (given(j, "top_k")) r.sampling.top_k = int(integer(j, "top_k", 0, 1 << 30));
+  if (given(j, "min_p")) r.sampling.min_p = float(number(j, "min_p", 0, 1));
+  if (given(j, "seed")) {
+    const int64_t seed = integer(j, "seed", std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max());
+    if (seed != -1) r.sampling.seed = uint64_t(seed);  // -1: random, as when absent (llama-server's convention)
+  }
+  if (given(j, "stop")) {
     const json& stop = j["stop"];
     if (stop.is_string()) {
       r.stop.push_back(stop.get<std::string>());
@@ -126,15 +166,15 @@ CompletionRequest parse_completion_request(const std::string& body, bool chat, u
       bad("stop", "'stop' must be a string or an array of at most 16 strings");
     }
   }
-  if (j.contains("n") && !j["n"].is_null() && integer(j, "n", 1, 1) != 1) bad("n", "only n=1 is supported");
-  if (j.contains("stream") && !j["stream"].is_null()) r.stream = boolean(j, "stream");
-  if (j.contains("ignore_eos")) r.ignore_eos = boolean(j, "ignore_eos");
+  if (given(j, "n") && integer(j, "n", 1, 1) != 1) bad("n", "only n=1 is supported");
+  if (given(j, "stream")) r.stream = boolean(j, "stream");
+  if (given(j, "ignore_eos")) r.ignore_eos = boolean(j, "ignore_eos");
   if (j.contains("stream_options") && j["stream_options"].is_object() && j["stream_options"].contains("include_usage"))
     r.include_usage = j["stream_options"]["include_usage"].is_boolean() && j["stream_options"]["include_usage"].get<bool>();
   if (j.contains("model") && j["model"].is_string()) r.model = j["model"].get<std::string>();
-  if (j.contains("kv_press") && !j["kv_press"].is_null()) r.kv_press = text(j["kv_press"], "kv_press");
-  if (j.contains("kv_budget") && !j["kv_budget"].is_null()) r.kv_budget = integer(j, "kv_budget", std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max());
-  if (j.contains("kv_compression_ratio") && !j["kv_compression_ratio"].is_null()) {
+  if (given(j, "kv_press")) r.kv_press = text(j["kv_press"], "kv_press");
+  if (given(j, "kv_budget")) r.kv_budget = integer(j, "kv_budget", std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max());
+  if (given(j, "kv_compression_ratio")) {
     if (!j["kv_compression_ratio"].is_number()) bad("kv_compression_ratio", "'kv_compression_ratio' must be a number");
     r.kv_compression_ratio = j["kv_compression_ratio"].get<double>();
   }

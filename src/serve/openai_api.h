@@ -30,12 +30,17 @@ class ApiError : public std::runtime_error {
 // {"error": {"message", "type", "param", "code"}} (param null when empty).
 nlohmann::json error_body(const ApiError& error);
 
+// A request's JSON value as an error message shows it: a number, true, false or null as written; a
+// string, array or object by its type only ("an array"), since it may be megabytes long or nested
+// too deep to print.
+std::string shown(const nlohmann::json& value);
+
 struct CompletionRequest {
   bool chat = false;
   std::string prompt;                  // /v1/completions
   std::vector<ChatMessage> messages;   // /v1/chat/completions
   int max_tokens = -1;                 // max_tokens / n_predict; -1 = until end of generation or context
-  SamplerParams sampling;              // llama-server's defaults; seed random unless given
+  SamplerParams sampling;              // llama-server's defaults; seed random unless given (-1: random)
   std::vector<std::string> stop;       // stop strings
   bool ignore_eos = false;
   bool stream = false;
@@ -49,7 +54,7 @@ struct CompletionRequest {
 
 // Parses a /v1/completions (chat = false) or /v1/chat/completions body. ApiError 400 naming the
 // field for malformed JSON, a wrong type, an out-of-range value or an unsupported option (n > 1).
-// `random_seed` is used when the request gives no seed.
+// A null field counts as absent. `random_seed` is used when the request gives no seed or seed -1.
 CompletionRequest parse_completion_request(const std::string& body, bool chat, uint64_t random_seed);
 
 // The request's press: its kv_press spec (else the server's), with its kv_budget /

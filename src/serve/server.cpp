@@ -3,12 +3,16 @@
 #include <fmt/format.h>
 #include <httplib.h>
 
+#include <strings.h>
 #include <sys/socket.h>
 
 #include <atomic>
+#include <charconv>
 #include <condition_variable>
 #include <chrono>
+#include <memory>
 #include <mutex>
+#include <optional>
 #include <random>
 
 #include "core/error.h"
@@ -37,6 +41,105 @@ void send_json(httplib::Response& res, int status, const json& body) {
 }
 
 void send_error(httplib::Response& res, const ApiError& error) { send_json(res, error.status, error_body(error)); }
+
+// A refusal sent before the request's body was read, then the connection closed, so the unread
+// body is never parsed as the next request. httplib 0.11.4 keeps a connection open whatever the
+// response's Connection header says; it closes it when a content provider fails, so the body goes
+// out through a provider that fails once it has written it.
+void send_error_and_close(httplib::Response& res, const ApiError& error) {
+  res.status = error.status;
+  res.set_header("Connection", "close");
+  const auto body = std::make_shared<const std::string>(dump(error_body(error)));
+  res.set_content_provider(body->size(), "application/json",
+                           [body](size_t offset, size_t length, httplib::DataSink& sink) {
+                             sink.write(body->data() + offset, length);
+                             return false;  // closes the connection
+                           });
+}
+
+ApiError body_too_large(std::size_t max_body_bytes) {
+  return ApiError(413, "invalid_request_error", fmt::format("the request body is larger than {} bytes", max_body_bytes));
+}
+
+bool has_content(const httplib::Response& res) { return !res.body.empty() || res.content_provider_ != nullptr; }
+
+// The refusal of a request whose body httplib 0.11.4 would wait for in vain, or read whole only to
+// refuse it, decided from its headers: a POST, PUT or PATCH body with neither Content-Length nor
+// chunked Transfer-Encoding (httplib reads it until the connection closes), a Content-Length that
+// is no number (a negative one reads as a huge unsigned one) or one over the limit. nullopt: the
+// body can be read.
+std::optional<ApiError> unreadable_body(const httplib::Request& req, std::size_t max_body_bytes) {
+  if (req.method != "POST" && req.method != "PUT" && req.method != "PATCH") return std::nullopt;
+  if (strcasecmp(req.get_header_value("Transfer-Encoding").c_str(), "chunked") == 0) return std::nullopt;
+  if (!req.has_header("Content-Length"))
+    return ApiError(411, "invalid_request_error",
+                    "a Content-Length header is required (or Transfer-Encoding: chunked): the body's length is unknown");
+  const std::string declared = req.get_header_value("Content-Length");
+  uint64_t length = 0;
+  const auto [end, error] = std::from_chars(declared.data(), declared.data() + declared.size(), length);
+  const bool digits_only = error != std::errc::invalid_argument && end == declared.data() + declared.size();
+  if (!digits_only) return ApiError(400, "invalid_request_error", "the Content-Length header must be a number of bytes");
+  if (error == std::errc::result_out_of_range || length > max_body_bytes) return body_too_large(max_body_bytes);
+  return std::nullopt;
+}
+
+constexpr const char* kUnreadableBody =
+    "the request body could not be read (it ended before its Content-Length, or its chunked encoding is malformed)";
+
+// The message of an error httplib answered itself, before or while it read the request: what was
+// wrong where httplib lets us tell.
+std::string http_error_message(const httplib::Request& req, int status) {
+  switch (status) {
+    case 404:
+      return fmt::format("no route {} {}", req.method, req.path);
+    case 414:
+      return fmt::format("the request URI is longer than {} bytes", CPPHTTPLIB_REQUEST_URI_MAX_LENGTH);
+    case 400:
+      // httplib fills the path once the request line parsed, and REMOTE_ADDR once the headers did.
+      if (req.path.empty()) return "the request line is malformed (expected 'METHOD /path HTTP/1.1')";
+      if (!req.has_header("REMOTE_ADDR")) return "a request header is malformed or too long";
+      if (req.method != "GET" && req.method != "HEAD" && req.method != "POST" && req.method != "PUT" &&
+          req.method != "PATCH" && req.method != "DELETE" && req.method != "OPTIONS")
+        return fmt::format("the method {} is not supported", req.method);
+      return kUnreadableBody;
+    default:
+      return fmt::format("HTTP {}", status);
+  }
+}
+
+// A POST route over the request's JSON body, read here (a content-reader route) so that its size is
+// capped when it comes chunked too: httplib 0.11.4 caps only a declared Content-Length.
+using BodyHandler = std::function<void(const std::string& body, httplib::Response& res)>;
+httplib::Server::HandlerWithContentReader body_route(std::size_t max_body_bytes, BodyHandler handler) {
+  return [max_body_bytes, handler = std::move(handler)](const httplib::Request&, httplib::Response& res,
+                                                         const httplib::ContentReader& read) {
+    std::string body;
+    bool too_large = false;
+    const bool whole = read([&](const char* data, size_t size) {
+      too_large = body.size() + size > max_body_bytes;
+      if (!too_large) body.append(data, size);
+      return !too_large;
+    });
+    if (too_large)  // the rest of the body is unread
+      send_error_and_close(res, body_too_large(max_body_bytes));
+    else if (!whole)
+      send_error_and_close(res, ApiError(400, "invalid_request_error", kUnreadableBody));
+    else
+      handler(body, res);
+  };
+}
+
+// Adds one to a gauge for the life of the scope, whatever leaves it.
+class GaugeHold {
+ public:
+  explicit GaugeHold(std::atomic<int64_t>& gauge) : gauge_(gauge) { ++gauge_; }
+  ~GaugeHold() { --gauge_; }
+  GaugeHold(const GaugeHold&) = delete;
+  GaugeHold& operator=(const GaugeHold&) = delete;
+
+ private:
+  std::atomic<int64_t>& gauge_;
+};
 
 // httplib's server with its listening socket reachable: the library listens with a backlog of 5
 // (fixed when Debian built it), which drops connections in a burst of clients (each retried a
@@ -210,8 +313,8 @@ struct Server::State {
     return out;
   }
 
-  void completion(const httplib::Request& req, httplib::Response& res, bool chat) {
-    const CompletionRequest r = parse_completion_request(req.body, chat, std::random_device{}());
+  void completion(const std::string& body, httplib::Response& res, bool chat) {
+    const CompletionRequest r = parse_completion_request(body, chat, std::random_device{}());
     const PressConfig press = request_press(r, options.press, options.budget);
     auto sampler = std::make_shared<Sampler>([&] {
       try {
@@ -249,9 +352,8 @@ struct Server::State {
       held = std::make_shared<FifoSlots::Turn>(slots);  // waits for the requests that came first
     }
     if (!r.stream) {
-      requests_processing += 1;
+      const GaugeHold processing(requests_processing);
       const CompletionOutcome out = run(r, press_object.get(), tokens, *sampler, *reservation, {});
-      requests_processing -= 1;
       send_json(res, 200, completion_response(r, out, id, created, model_name));
       return;
     }
@@ -266,26 +368,27 @@ struct Server::State {
             const std::string line = "data: " + dump(body) + "\n\n";
             return sink.is_writable() && sink.write(line.data(), line.size());
           };
-          requests_processing += 1;
-          try {
-            bool first = true, connected = true;
-            const CompletionOutcome out = run(r, press_object.get(), tokens, *sampler, *reservation, [&](std::string_view piece) {
-              connected = event(stream_chunk(r, id, created, model_name, std::string(piece), first, std::nullopt));
-              first = false;
-              return connected;
-            });
-            if (connected) {
-              event(stream_chunk(r, id, created, model_name, "", first, out.finish_reason));
-              if (r.include_usage)
-                event({{"id", id}, {"object", r.chat ? "chat.completion.chunk" : "text_completion"}, {"created", created},
-                       {"model", model_name}, {"choices", json::array()}, {"usage", usage_json(out)}});
-              const std::string done = "data: [DONE]\n\n";
-              sink.write(done.data(), done.size());
+          {
+            const GaugeHold processing(requests_processing);  // given back before the stream ends
+            try {
+              bool first = true, connected = true;
+              const CompletionOutcome out = run(r, press_object.get(), tokens, *sampler, *reservation, [&](std::string_view piece) {
+                connected = event(stream_chunk(r, id, created, model_name, std::string(piece), first, std::nullopt));
+                first = false;
+                return connected;
+              });
+              if (connected) {
+                event(stream_chunk(r, id, created, model_name, "", first, out.finish_reason));
+                if (r.include_usage)
+                  event({{"id", id}, {"object", r.chat ? "chat.completion.chunk" : "text_completion"}, {"created", created},
+                         {"model", model_name}, {"choices", json::array()}, {"usage", usage_json(out)}});
+                const std::string done = "data: [DONE]\n\n";
+                sink.write(done.data(), done.size());
+              }
+            } catch (const std::exception& e) {  // no exception may leave a content provider
+              event(error_body(ApiError(500, "server_error", e.what())));
             }
-          } catch (const std::exception& e) {  // no exception may leave a content provider
-            event(error_body(ApiError(500, "server_error", e.what())));
           }
-          requests_processing -= 1;
           sink.done();
           return true;
         });
@@ -329,22 +432,28 @@ Server::Server(Transformer& model, const Tokenizer& tokenizer, ServerOptions opt
   http.new_task_queue = [] { return new httplib::ThreadPool(64); };
 
   http.set_pre_routing_handler([&s](const httplib::Request& req, httplib::Response& res) {
+    // Every body is JSON whatever its declared Content-Type (llama-server reads it so): without the
+    // header httplib parses neither a form body (which it caps at 8 KiB) nor a multipart one. The
+    // request is httplib's own non-const object, passed here as const.
+    const_cast<httplib::Request&>(req).headers.erase("Content-Type");
+    if (const std::optional<ApiError> refusal = unreadable_body(req, s.options.max_body_bytes)) {
+      send_error_and_close(res, *refusal);
+      return httplib::Server::HandlerResponse::Handled;
+    }
     if (s.options.api_key.empty() || req.path == "/health" || req.path == "/")  // the page asks for the key itself
       return httplib::Server::HandlerResponse::Unhandled;
     if (req.get_header_value("Authorization") == "Bearer " + s.options.api_key)
       return httplib::Server::HandlerResponse::Unhandled;
-    send_error(res, ApiError(401, "authentication_error", "Invalid API Key"));
+    send_error_and_close(res, ApiError(401, "authentication_error", "Invalid API Key"));  // the body is unread
     return httplib::Server::HandlerResponse::Handled;
   });
-  http.set_error_handler(httplib::Server::HandlerWithResponse([&s](const httplib::Request& req, httplib::Response& res) {
-    if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
-    if (res.status == 404)
-      send_error(res, ApiError(404, "not_found_error", fmt::format("no route {} {}", req.method, req.path)));
-    else if (res.status == 413)
-      send_error(res, ApiError(413, "invalid_request_error",
-                               fmt::format("the request body is larger than {} bytes", s.options.max_body_bytes)));
-    else
-      send_error(res, ApiError(res.status, "invalid_request_error", fmt::format("HTTP {}", res.status)));
+  http.set_error_handler(httplib::Server::HandlerWithResponse([](const httplib::Request& req, httplib::Response& res) {
+    if (has_content(res)) return httplib::Server::HandlerResponse::Unhandled;
+    const std::string message = http_error_message(req, res.status);
+    if (res.status == 404)  // no route: the request was read whole
+      send_error(res, ApiError(404, "not_found_error", message));
+    else  // httplib refused the request while reading it: what is left of it cannot be framed
+      send_error_and_close(res, ApiError(res.status, "invalid_request_error", message));
     return httplib::Server::HandlerResponse::Handled;
   }));
   http.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
@@ -374,28 +483,36 @@ Server::Server(Transformer& model, const Tokenizer& tokenizer, ServerOptions opt
                                                 {"n_vocab", c.n_vocab},
                                                 {"kv_press", s.options.press.spec()}}}}})}});
   });
-  http.Post("/v1/completions", [&s](const httplib::Request& req, httplib::Response& res) { s.completion(req, res, false); });
-  http.Post("/v1/chat/completions", [&s](const httplib::Request& req, httplib::Response& res) { s.completion(req, res, true); });
-  http.Post("/tokenize", [&s](const httplib::Request& req, httplib::Response& res) {
-    const json body = json::parse(req.body, nullptr, /*allow_exceptions=*/false);
+  const std::size_t max_body = s.options.max_body_bytes;
+  http.Post("/v1/completions", body_route(max_body, [&s](const std::string& body, httplib::Response& res) {
+              s.completion(body, res, false);
+            }));
+  http.Post("/v1/chat/completions", body_route(max_body, [&s](const std::string& body, httplib::Response& res) {
+              s.completion(body, res, true);
+            }));
+  http.Post("/tokenize", body_route(max_body, [&s](const std::string& text, httplib::Response& res) {
+    const json body = json::parse(text, nullptr, /*allow_exceptions=*/false);
     if (!body.is_object() || !body.contains("content") || !body["content"].is_string())
       throw ApiError(400, "invalid_request_error", "the body must be {\"content\": \"text\"}", "content");
     const bool add_special = body.contains("add_special") && body["add_special"].is_boolean() && body["add_special"].get<bool>();
     send_json(res, 200, {{"tokens", s.tokenizer.encode(body["content"].get<std::string>(), add_special, true)}});
-  });
-  http.Post("/detokenize", [&s](const httplib::Request& req, httplib::Response& res) {
-    const json body = json::parse(req.body, nullptr, /*allow_exceptions=*/false);
+  }));
+  http.Post("/detokenize", body_route(max_body, [&s](const std::string& text, httplib::Response& res) {
+    const json body = json::parse(text, nullptr, /*allow_exceptions=*/false);
     if (!body.is_object() || !body.contains("tokens") || !body["tokens"].is_array())
       throw ApiError(400, "invalid_request_error", "the body must be {\"tokens\": [ids]}", "tokens");
+    const json& tokens = body["tokens"];
     std::vector<int32_t> ids;
-    for (const json& t : body["tokens"]) {
+    for (std::size_t i = 0; i < tokens.size(); ++i) {
+      const json& t = tokens[i];
       if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() >= s.tokenizer.n_vocab())
         throw ApiError(400, "invalid_request_error",
-                       fmt::format("token {} is not an id in [0, {})", dump(t), s.tokenizer.n_vocab()), "tokens");
+                       fmt::format("tokens[{}] must be a token id in [0, {}), got {}", i, s.tokenizer.n_vocab(), shown(t)),
+                       "tokens");
       ids.push_back(t.get<int32_t>());
     }
     send_json(res, 200, {{"content", s.tokenizer.decode(ids)}});
-  });
+  }));
   http.Get("/metrics", [&s](const httplib::Request&, httplib::Response& res) {
     res.set_content(s.metrics(), "text/plain; version=0.0.4");
   });

@@ -3,7 +3,9 @@
 // (server-sent events with "stream": true, ending in "data: [DONE]"), POST /tokenize,
 // POST /detokenize, GET /metrics (Prometheus text), and a chat page at "/" (web_page.h). Each request may choose its own compression
 // ("kv_press", "kv_budget", "kv_compression_ratio"); its usage reports the KV bytes it held.
-// Errors are OpenAI's error body with the HTTP status (400, 401, 404, 413, 500).
+// Errors are OpenAI's error body with the HTTP status (400, 401, 404, 411, 413, 414, 500, 503).
+// A body is JSON whatever its Content-Type, up to max_body_bytes (chunked too); a POST without a
+// length gets 411. A refusal made before the body was read closes the connection.
 //
 // Admission (kv_admission.h): a request reserves the KV bytes of its cache's peak and waits, in
 // arrival order, until they fit under --kv-memory; past --queue waiting requests it gets 503 with

@@ -1,9 +1,16 @@
 // `momentkv serve` end to end: the real binary on a loopback port, driven with cpp-httplib's client.
 // Greedy completions equal `momentkv generate --temp 0` (full cache and a press), streams carry the
 // same text, every bad request gets OpenAI's error body and the server keeps serving.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <nlohmann/json.hpp>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -62,6 +69,61 @@ void expect_error(const json& body, int status, const std::string& type, const s
   if (param.empty()) EXPECT_TRUE(body["error"]["param"].is_null()) << body.dump();
   else EXPECT_EQ(body["error"]["param"], param) << body.dump();
   EXPECT_FALSE(body["error"]["message"].get<std::string>().empty());
+}
+
+// What the server sent back on a raw connection: every byte until it closed the connection or the
+// time ran out.
+struct RawReply {
+  std::string text;
+  bool closed = false;  // the server closed the connection (else the time ran out)
+  double seconds = 0;   // until then
+
+  int status() const { return text.size() > 12 ? std::atoi(text.c_str() + 9) : 0; }
+  json body() const {
+    const std::size_t at = text.find("\r\n\r\n");
+    return at == std::string::npos ? json() : json::parse(text.substr(at + 4), nullptr, false);
+  }
+};
+
+// Sends `request` as it is on a new connection (what the server does not read is dropped: a send
+// that fails is not an error) and reads the reply for up to `seconds`.
+RawReply raw_exchange(int port, const std::string& request, double seconds = 5) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(uint16_t(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  const auto start = std::chrono::steady_clock::now();
+  auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
+  RawReply reply;
+  std::size_t sent = 0;
+  while (sent < request.size()) {
+    const ssize_t n = ::send(fd, request.data() + sent, request.size() - sent, MSG_NOSIGNAL);
+    if (n <= 0) break;
+    sent += std::size_t(n);
+  }
+  char buffer[65536];
+  while (elapsed() < seconds) {
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, int(1000 * (seconds - elapsed())) + 1) <= 0) continue;
+    const ssize_t n = ::recv(fd, buffer, sizeof(buffer), 0);
+    if (n <= 0) {
+      reply.closed = true;
+      break;
+    }
+    reply.text.append(buffer, std::size_t(n));
+  }
+  reply.seconds = elapsed();
+  ::close(fd);
+  return reply;
+}
+
+// The number of HTTP responses in a raw reply.
+int responses_in(const std::string& text) {
+  int count = 0;
+  for (std::size_t at = 0; (at = text.find("HTTP/1.1 ", at)) != std::string::npos; at += 9) ++count;
+  return count;
 }
 
 class Serve : public ::testing::Test {
@@ -190,10 +252,12 @@ TEST_F(Serve, BadRequestsGetOpenAIErrorsAndTheServerKeepsServing) {
   expect_error(post(c, "/v1/chat/completions", {{"messages", "hi"}}, 400), 400, "invalid_request_error", "messages");
   expect_error(post(c, "/v1/chat/completions", {{"messages", {{{"role", "user"}, {"content", "hi"}}}}}, 400), 400,
                "invalid_request_error", "messages");  // this model has no chat template
-  const auto huge = c.Post("/v1/completions", std::string(9 << 20, ' '), "application/json");
-  ASSERT_TRUE(huge);
-  EXPECT_EQ(huge->status, 413);
-  expect_error(json::parse(huge->body), 413, "invalid_request_error", "");
+  // Refused from its Content-Length before it is read, so raw: httplib's client would not read the
+  // reply once its send failed.
+  const RawReply huge = raw_exchange(server_->port(), "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: " +
+                                                          std::to_string(9 << 20) + "\r\n\r\n" + std::string(9 << 20, ' '));
+  EXPECT_EQ(huge.status(), 413) << huge.text.substr(0, 300);
+  expect_error(huge.body(), 413, "invalid_request_error", "");
   expect_error(post(c, "/detokenize", {{"tokens", {1, 99999}}}, 400), 400, "invalid_request_error", "tokens");
   expect_error(post(c, "/tokenize", {{"text", "x"}}, 400), 400, "invalid_request_error", "content");
   // Still serving.
@@ -448,6 +512,172 @@ double metric(httplib::Client& c, const std::string& name) {
   const std::size_t at = text.find("\nmomentkv:" + name + " ");
   EXPECT_NE(at, std::string::npos) << name << " in " << text;
   return at == std::string::npos ? -1 : std::stod(text.substr(at + name.size() + 11));
+}
+
+// A token list element is named by its position and JSON type, never printed: printing a deeply
+// nested one overflowed the stack (a segfault), a long string was echoed whole.
+TEST_F(Serve, DetokenizeNamesABadElementWithoutPrintingIt) {
+  auto c = client();
+  const std::string nested = "{\"tokens\":[1, " + std::string(100000, '[') + std::string(100000, ']') + "]}";
+  const auto deep = c.Post("/detokenize", nested, "application/json");
+  ASSERT_TRUE(deep) << "no answer: the server died";
+  EXPECT_EQ(deep->status, 400);
+  const json error = json::parse(deep->body);
+  expect_error(error, 400, "invalid_request_error", "tokens");
+  EXPECT_EQ(error["error"]["message"], "tokens[1] must be a token id in [0, 512), got an array");
+  const json long_string = post(c, "/detokenize", {{"tokens", {std::string(1 << 20, 'x')}}}, 400);
+  EXPECT_EQ(long_string["error"]["message"], "tokens[0] must be a token id in [0, 512), got a string");
+  // Nor does a parse error quote a megabyte token.
+  const auto unterminated = c.Post("/v1/completions", "{\"prompt\": \"" + std::string(1 << 20, 'x'), "application/json");
+  ASSERT_TRUE(unterminated);
+  EXPECT_EQ(unterminated->status, 400);
+  EXPECT_LT(unterminated->body.size(), 1000u) << unterminated->body.substr(0, 300);
+  EXPECT_TRUE(server_->running());
+}
+
+// A chat content part whose "type" is not a string is a 400 naming the part (it was a 500: a JSON
+// type error).
+TEST_F(Serve, ContentPartsWithANonStringTypeAreBadRequests) {
+  auto c = client();
+  for (const json& type : {json(5), json(nullptr), json::array({"text"})}) {
+    const json body = {{"messages", {{{"role", "user"}, {"content", {{{"type", type}, {"text", "hi"}}}}}}}};
+    const json error = post(c, "/v1/chat/completions", body, 400);
+    expect_error(error, 400, "invalid_request_error", "messages[0].content");
+    EXPECT_NE(error["error"]["message"].get<std::string>().find("'messages[0].content[0]'"), std::string::npos)
+        << error.dump();
+  }
+}
+
+// The body is JSON whatever its declared Content-Type: a form-encoded one (curl -d) over httplib's
+// 8 KiB form limit is read as any other (it got 413 naming the 8 MiB limit), and a chunked one is
+// held to the same limit as a declared length (it had none).
+TEST_F(Serve, BodiesAreJsonWhateverTheirContentTypeUpToTheLimit) {
+  auto c = client();
+  const json body = {{"prompt", "Once"}, {"max_tokens", 2}, {"model", std::string(10000, 'm')}};
+  const auto form = c.Post("/v1/completions", body.dump(), "application/x-www-form-urlencoded");
+  ASSERT_TRUE(form);
+  EXPECT_EQ(form->status, 200) << form->body.substr(0, 300);
+  EXPECT_EQ(json::parse(form->body)["usage"]["completion_tokens"], 2);
+  const auto multipart = c.Post("/v1/completions", body.dump(), "multipart/form-data; boundary=x");
+  ASSERT_TRUE(multipart);
+  EXPECT_EQ(multipart->status, 200) << multipart->body.substr(0, 300);
+
+  std::string chunked = "POST /detokenize HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n";
+  const std::string chunk(1 << 20, ' ');
+  for (int i = 0; i < 9; ++i) chunked += fmt::format("{:x}\r\n{}\r\n", chunk.size(), chunk);
+  chunked += "0\r\n\r\n";
+  const RawReply large = raw_exchange(server_->port(), chunked);
+  EXPECT_EQ(large.status(), 413) << large.text.substr(0, 300);
+  expect_error(large.body(), 413, "invalid_request_error", "");
+  EXPECT_EQ(large.body()["error"]["message"], "the request body is larger than 8388608 bytes");
+}
+
+// A body of unknown length (httplib read it until the connection closed, so the request waited for
+// --timeout), a malformed Content-Length and one over the limit are refused from the headers at
+// once, and the connection closes, so the unread body is never taken for the next request.
+TEST_F(Serve, BodiesWithoutAUsableLengthAreRefusedAtOnceAndTheConnectionCloses) {
+  const std::string next_request = "GET /health HTTP/1.1\r\nHost: x\r\n\r\n";
+  struct Case {
+    std::string headers;
+    int status;
+    std::string message_part;
+  };
+  const std::vector<Case> cases = {
+      {"", 411, "a Content-Length header is required"},
+      {"Content-Length: -5\r\n", 400, "the Content-Length header must be a number of bytes"},
+      {"Content-Length: 12abc\r\n", 400, "the Content-Length header must be a number of bytes"},
+      {"Content-Length: 100000000\r\n", 413, "the request body is larger than 8388608 bytes"},
+      {"Content-Length: 99999999999999999999999\r\n", 413, "the request body is larger than 8388608 bytes"},
+  };
+  for (const char* method : {"POST", "PUT", "PATCH"})
+    for (const Case& c : cases) {
+      const std::string request = std::string(method) + " /v1/completions HTTP/1.1\r\nHost: x\r\n" + c.headers + "\r\n";
+      const RawReply reply = raw_exchange(server_->port(), request + next_request, 3);
+      EXPECT_EQ(reply.status(), c.status) << request << reply.text;
+      expect_error(reply.body(), c.status, "invalid_request_error", "");
+      EXPECT_NE(reply.body()["error"]["message"].get<std::string>().find(c.message_part), std::string::npos) << reply.text;
+      EXPECT_TRUE(reply.closed) << request;
+      EXPECT_LT(reply.seconds, 1.0) << request;
+      EXPECT_EQ(responses_in(reply.text), 1) << reply.text;
+    }
+}
+
+// httplib's own refusals say what was wrong instead of "HTTP 400", and close the connection.
+TEST_F(Serve, MalformedRequestsGetAMessageNamingTheProblem) {
+  struct Case {
+    std::string request;
+    int status;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {"GET /" + std::string(9000, 'a') + " HTTP/1.1\r\nHost: x\r\n\r\n", 414, "the request URI is longer than 8192 bytes"},
+      {"NONSENSE\r\n\r\n", 400, "the request line is malformed (expected 'METHOD /path HTTP/1.1')"},
+      {"GET /health HTTP/1.1\r\nX-Long: " + std::string(9000, 'a') + "\r\n\r\n", 400,
+       "a request header is malformed or too long"},
+      {"TRACE /health HTTP/1.1\r\nHost: x\r\n\r\n", 400, "the method TRACE is not supported"},
+  };
+  for (const Case& c : cases) {
+    const RawReply reply = raw_exchange(server_->port(), c.request, 3);
+    EXPECT_EQ(reply.status(), c.status) << reply.text;
+    expect_error(reply.body(), c.status, "invalid_request_error", "");
+    EXPECT_EQ(reply.body()["error"]["message"], c.message) << reply.text;
+    EXPECT_TRUE(reply.closed);
+  }
+}
+
+// OpenAI clients send explicit nulls for unset options: null is the option's absence for every
+// field (top_k, min_p, n_predict and ignore_eos refused it).
+TEST_F(Serve, NullOptionsAreAbsent) {
+  auto c = client();
+  json body = {{"prompt", "Once"}, {"max_tokens", 2}};
+  for (const char* key : {"temperature", "top_p", "top_k", "min_p", "seed", "stop", "n", "stream", "ignore_eos",
+                          "n_predict", "max_completion_tokens", "kv_press", "kv_budget", "kv_compression_ratio"})
+    body[key] = nullptr;
+  EXPECT_EQ(post(c, "/v1/completions", body)["usage"]["completion_tokens"], 2);
+}
+
+// A whole number beyond int64 (an exponent form, or more digits) is out of range, not "not an
+// integer".
+TEST_F(Serve, HugeIntegersAreOutOfRange) {
+  auto c = client();
+  for (const std::string value : {"1e23", "12345678901234567890123", "18446744073709551615", "-1e30"}) {
+    const auto res = c.Post("/v1/completions", "{\"prompt\": \"Once\", \"max_tokens\": " + value + "}", "application/json");
+    ASSERT_TRUE(res);
+    EXPECT_EQ(res->status, 400);
+    const json error = json::parse(res->body);
+    expect_error(error, 400, "invalid_request_error", "max_tokens");
+    EXPECT_NE(error["error"]["message"].get<std::string>().find("must be in [-1, 16777216], got"), std::string::npos)
+        << value << " " << res->body;
+  }
+  EXPECT_EQ(post(c, "/v1/completions", {{"prompt", "Once"}, {"max_tokens", 1.5}}, 400)["error"]["message"],
+            "'max_tokens' must be an integer");
+}
+
+// seed -1 is a random seed, drawn per request (llama-server's and OpenAI clients' convention); any
+// other seed repeats its reply.
+TEST_F(Serve, SeedMinusOneIsRandom) {
+  auto c = client();
+  auto reply = [&](int64_t seed) {
+    const json body = {{"prompt", "Once upon a time"}, {"max_tokens", 16}, {"temperature", 1.5}, {"seed", seed}};
+    return post(c, "/v1/completions", body)["choices"][0]["text"].get<std::string>();
+  };
+  EXPECT_EQ(reply(7), reply(7));
+  const std::string first = reply(-1);
+  bool differs = false;
+  for (int i = 0; i < 4 && !differs; ++i) differs = reply(-1) != first;
+  EXPECT_TRUE(differs) << "five replies with seed -1 were all '" << first << "'";
+}
+
+// requests_processing counts the generations running now: back to 0 after a reply, a refusal and a
+// stream (a scope guard holds it, so a generation that throws gives it back too).
+TEST_F(Serve, TheProcessingGaugeReturnsToZero) {
+  auto c = client();
+  post(c, "/v1/completions", {{"prompt", "Once"}, {"max_tokens", 2}});
+  post(c, "/v1/completions", {{"prompt", "Once"}, {"max_tokens", -5}}, 400);
+  const auto streamed = c.Post("/v1/completions", json({{"prompt", "Once"}, {"max_tokens", 2}, {"stream", true}}).dump(),
+                               "application/json");
+  ASSERT_TRUE(streamed);
+  EXPECT_EQ(metric(c, "requests_processing"), 0);
 }
 
 TEST_F(Serve, ADisconnectedStreamFreesTheSlot) {
