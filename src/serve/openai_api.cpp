@@ -147,8 +147,10 @@ CompletionRequest parse_completion_request(const std::string& body, bool chat, u
   if (given(j, "n_predict")) r.max_tokens = int(integer(j, "n_predict", -1, kMaxTokens));
   if (given(j, "temperature")) r.sampling.temperature = float(number(j, "temperature", 0, 100));
   if (given(j, "top_p")) {
+    const json& top_p = j["top_p"];  // (0, 1]: one message for every value outside
+    if (top_p.is_number() && !(top_p.get<double>() > 0 && top_p.get<double>() <= 1))
+      bad("top_p", fmt::format("'top_p' must be in (0, 1], got {}", shown(top_p)));
     r.sampling.top_p = float(number(j, "top_p", 0, 1));
-    if (r.sampling.top_p <= 0) bad("top_p", "'top_p' must be in (0, 1]");
   }
   if (given(j, "top_k")) r.sampling.top_k = int(integer(j, "top_k", 0, 1 << 30));
   if (given(j, "min_p")) r.sampling.min_p = float(number(j, "min_p", 0, 1));

@@ -232,7 +232,12 @@ TEST_F(Serve, BadRequestsGetOpenAIErrorsAndTheServerKeepsServing) {
   expect_error(post(c, "/v1/completions", with("max_tokens", "x"), 400), 400, "invalid_request_error", "max_tokens");
   expect_error(post(c, "/v1/completions", with("max_tokens", -5), 400), 400, "invalid_request_error", "max_tokens");
   expect_error(post(c, "/v1/completions", with("temperature", -1), 400), 400, "invalid_request_error", "temperature");
-  expect_error(post(c, "/v1/completions", with("top_p", 0), 400), 400, "invalid_request_error", "top_p");
+  // top_p is in (0, 1]: the same message below and above.
+  for (double top_p : {0.0, 2.0}) {
+    const json reply = post(c, "/v1/completions", with("top_p", top_p), 400);
+    expect_error(reply, 400, "invalid_request_error", "top_p");
+    EXPECT_NE(reply["error"]["message"].get<std::string>().find("'top_p' must be in (0, 1]"), std::string::npos) << reply;
+  }
   expect_error(post(c, "/v1/completions", with("stop", 3), 400), 400, "invalid_request_error", "stop");
   expect_error(post(c, "/v1/completions", with("n", 2), 400), 400, "invalid_request_error", "n");
   expect_error(post(c, "/v1/completions", with("stream", "yes"), 400), 400, "invalid_request_error", "stream");
