@@ -2,9 +2,14 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <sys/prctl.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cerrno>
+#include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <iterator>
 #include <map>
@@ -17,6 +22,7 @@
 #include "core/message_text.h"
 #include "kv/press_registry.h"
 #include "ops/cpu_features.h"
+#include "sweep/subprocess.h"
 
 namespace {
 
@@ -147,6 +153,18 @@ void refuse_empty_values(CLI::App& cmd) {
   for (CLI::App* sub : cmd.get_subcommands({})) refuse_empty_values(*sub);
 }
 
+// A task process of `sweep run --local` (which sets kStopWithParentEnv to its pid) ends when that
+// parent dies, even by SIGKILL, as a Ctrl-C would end both: a task left running on its own would
+// hold its lock and keep writing while the sweep is run again. Its rows so far stay stored.
+void stop_with_parent() {
+  const char* parent = std::getenv(mkv::sweep::kStopWithParentEnv);
+  if (parent == nullptr) return;
+  const std::string parent_pid = parent;
+  ::unsetenv(mkv::sweep::kStopWithParentEnv);  // not for what this process may start in turn
+  ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+  if (std::to_string(::getppid()) != parent_pid) std::raise(SIGTERM);  // it died before prctl
+}
+
 // What a command printed to stdout is buffered: a full disk or a closed pipe shows when it is
 // flushed, which must fail the command instead of losing the output silently.
 int flush_stdout(int code) {
@@ -158,6 +176,7 @@ int flush_stdout(int code) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  stop_with_parent();
   mkv::cli::set_command_line(argc, argv);
   CLI::App app{"momentkv: long-context LLM inference on a fixed KV-cache budget", "momentkv"};
   app.require_subcommand(1);

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
+#include <string_view>
 #include <cstring>
 
 #include "core/error.h"
@@ -172,8 +173,12 @@ pid_t spawn_logged(const fs::path& program, const std::vector<std::string>& args
   std::vector<std::string> all = {program.string()};
   all.insert(all.end(), args.begin(), args.end());
   std::vector<char*> cargs = c_argv(all);
+  std::vector<std::string> env = {fmt::format("{}={}", kStopWithParentEnv, ::getpid())};
+  for (char** e = environ; *e != nullptr; ++e)
+    if (!std::string_view(*e).starts_with(std::string(kStopWithParentEnv) + "=")) env.emplace_back(*e);
+  std::vector<char*> cenv = c_argv(env);
   pid_t pid = -1;
-  const int spawned = ::posix_spawn(&pid, program.c_str(), &actions, nullptr, cargs.data(), environ);
+  const int spawned = ::posix_spawn(&pid, program.c_str(), &actions, nullptr, cargs.data(), cenv.data());
   posix_spawn_file_actions_destroy(&actions);
   MKV_CHECK(spawned == 0, "cannot start '{}': {}", program.string(), std::strerror(spawned));
   return pid;

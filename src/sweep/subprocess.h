@@ -25,9 +25,14 @@ struct CommandResult {
 // exit_code 124 with timed_out set: a Slurm client retrying an unreachable controller never hangs us.
 CommandResult run_command(const std::vector<std::string>& argv, std::chrono::milliseconds limit);
 
+// The environment variable spawn_logged() sets to the caller's pid: a momentkv process started
+// with it ends (SIGTERM) when that process dies, even by SIGKILL (app/main.cpp), so that a killed
+// `sweep run --local` leaves no task running on its own.
+inline constexpr const char* kStopWithParentEnv = "MOMENTKV_STOP_WITH_PARENT";
+
 // Starts `program` with `args` in the background, stdin from /dev/null and stdout + stderr
-// appended to `log`; descriptors without close-on-exec (a task lock) are inherited. Returns the
-// pid; MkvError when it cannot be started.
+// appended to `log`, and kStopWithParentEnv set to this process's pid; descriptors without
+// close-on-exec (a task lock) are inherited. Returns the pid; MkvError when it cannot be started.
 pid_t spawn_logged(const std::filesystem::path& program, const std::vector<std::string>& args,
                    const std::filesystem::path& log);
 

@@ -2,7 +2,18 @@
 // stopped (SIGTERM, then SIGKILL) instead of hanging the caller.
 #include "sweep/subprocess.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <thread>
+
+#include "support/test_support.h"
 
 namespace mkv::sweep {
 namespace {
@@ -62,6 +73,58 @@ TEST(RunCommand, AFastProgramIsNotHeldToTheLimit) {
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_FALSE(r.timed_out);
   EXPECT_LT(seconds_since(start), 2.0);
+}
+
+// Whether process `pid` is gone (or a zombie nobody has reaped yet).
+bool ended(pid_t pid) {
+  std::ifstream stat(fmt::format("/proc/{}/stat", pid));
+  std::string line;
+  if (!std::getline(stat, line)) return true;
+  const std::size_t close = line.rfind(')');  // "pid (comm) state ..."
+  return close != std::string::npos && line.size() > close + 2 && line[close + 2] == 'Z';
+}
+
+// A sweep task process ends with the `sweep run --local` that started it, even when that one is
+// killed by SIGKILL; here a shell plays the runner: it starts `momentkv serve` with the variable set
+// to its own pid, as spawn_logged does, prints the child's pid and waits.
+TEST(StopWithParent, ATaskProcessEndsWhenItsParentIsKilled) {
+  const std::filesystem::path dir = test::temp_dir();
+  const std::string model = (dir / "tiny.gguf").string();
+  ASSERT_EQ(run_command({MOMENTKV_BIN, "make-model", "--shape", "tiny-llama", "-o", model}, 60s).exit_code, 0);
+  const std::string script = fmt::format("{}=$$ '{}' serve -m '{}' --port 0 >/dev/null 2>&1 & echo $!; wait",
+                                         kStopWithParentEnv, MOMENTKV_BIN, model);
+  int out[2];
+  ASSERT_EQ(::pipe(out), 0);
+  const pid_t shell = ::fork();
+  ASSERT_GE(shell, 0);
+  if (shell == 0) {
+    ::dup2(out[1], 1);
+    ::close(out[0]);
+    ::execl("/bin/sh", "sh", "-c", script.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  ::close(out[1]);
+  char buffer[32] = {};
+  ASSERT_GT(::read(out[0], buffer, sizeof buffer - 1), 0);
+  ::close(out[0]);
+  const pid_t task = static_cast<pid_t>(std::stol(buffer));
+  std::this_thread::sleep_for(300ms);
+  ASSERT_FALSE(ended(task)) << "the task ended before its parent";
+  ::kill(shell, SIGKILL);
+  ::waitpid(shell, nullptr, 0);
+  const auto start = Clock::now();
+  while (!ended(task) && seconds_since(start) < 10) std::this_thread::sleep_for(50ms);
+  const bool gone = ended(task);
+  if (!gone) ::kill(task, SIGKILL);
+  EXPECT_TRUE(gone) << "momentkv serve (pid " << task << ") outlived its parent";
+}
+
+// A parent that died before the task could ask to follow it: the task ends at once.
+TEST(StopWithParent, ATaskWhoseParentIsAlreadyGoneEndsAtOnce) {
+  const CommandResult r =
+      run_command({"env", std::string(kStopWithParentEnv) + "=1", MOMENTKV_BIN, "--version"}, 30s);
+  EXPECT_EQ(r.exit_code, 128 + SIGTERM) << r.out << r.err;
+  EXPECT_EQ(run_command({MOMENTKV_BIN, "--version"}, 30s).exit_code, 0);
 }
 
 }  // namespace
