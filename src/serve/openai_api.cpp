@@ -105,7 +105,21 @@ json error_body(const ApiError& error) {
             {"code", error.status}}}};
 }
 
-CompletionRequest parse_completion_request(const std::string& body, bool chat, uint64_t random_seed) {
+std::vector<int32_t> token_ids(const json& array, int n_vocab, const std::string& where, const std::string& param) {
+  std::vector<int32_t> ids;
+  ids.reserve(array.size());
+  for (std::size_t i = 0; i < array.size(); ++i) {
+    const json& t = array[i];
+    const bool id = t.is_number_integer() && !whole_beyond_int64(t) && t.get<int64_t>() >= 0 && t.get<int64_t>() < n_vocab;
+    if (!id)
+      throw ApiError(400, "invalid_request_error",
+                     fmt::format("{}[{}] must be a token id in [0, {}), got {}", where, i, n_vocab, shown(t)), param);
+    ids.push_back(t.get<int32_t>());
+  }
+  return ids;
+}
+
+CompletionRequest parse_completion_request(const std::string& body, bool chat, uint64_t random_seed, int n_vocab) {
   json j;
   try {
     j = json::parse(body);
@@ -133,10 +147,14 @@ CompletionRequest parse_completion_request(const std::string& body, bool chat, u
   } else {
     if (!j.contains("prompt")) bad("prompt", "'prompt' is required");
     const json& prompt = j["prompt"];
-    if (prompt.is_array()) {
-      if (prompt.size() != 1 || !prompt[0].is_string())
-        bad("prompt", "'prompt' must be a string (an array holding one string is accepted)");
+    if (prompt.is_array() && prompt.size() == 1 && prompt[0].is_string()) {
       r.prompt = prompt[0].get<std::string>();
+    } else if (prompt.is_array() && prompt.size() == 1 && prompt[0].is_array()) {
+      r.prompt_ids = token_ids(prompt[0], n_vocab, "prompt[0]", "prompt");
+    } else if (prompt.is_array() && !prompt.empty() && !prompt[0].is_string() && !prompt[0].is_array()) {
+      r.prompt_ids = token_ids(prompt, n_vocab, "prompt", "prompt");
+    } else if (prompt.is_array()) {
+      bad("prompt", "'prompt' must be a string, token ids, or an array holding one of them (one prompt per request)");
     } else {
       r.prompt = text(prompt, "prompt");
     }

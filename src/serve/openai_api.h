@@ -35,9 +35,15 @@ nlohmann::json error_body(const ApiError& error);
 // too deep to print.
 std::string shown(const nlohmann::json& value);
 
+// The token ids of a JSON array, each checked to be an id in [0, n_vocab); ApiError 400 naming the
+// first element that is not (as `where`[i], with `param` as the error's field).
+std::vector<int32_t> token_ids(const nlohmann::json& array, int n_vocab, const std::string& where,
+                               const std::string& param);
+
 struct CompletionRequest {
   bool chat = false;
   std::string prompt;                  // /v1/completions
+  std::vector<int32_t> prompt_ids;     // /v1/completions given token ids (fed as they are), else empty
   std::vector<ChatMessage> messages;   // /v1/chat/completions
   int max_tokens = -1;                 // max_tokens / n_predict; -1 = until end of generation or context
   SamplerParams sampling;              // llama-server's defaults; seed random unless given (-1: random)
@@ -55,7 +61,9 @@ struct CompletionRequest {
 // Parses a /v1/completions (chat = false) or /v1/chat/completions body. ApiError 400 naming the
 // field for malformed JSON, a wrong type, an out-of-range value or an unsupported option (n > 1).
 // A null field counts as absent. `random_seed` is used when the request gives no seed or seed -1.
-CompletionRequest parse_completion_request(const std::string& body, bool chat, uint64_t random_seed);
+// A completion's prompt is a string, an array of one string, or token ids (an array of them, or
+// an array holding one such array, as OpenAI's batch of one), each below n_vocab.
+CompletionRequest parse_completion_request(const std::string& body, bool chat, uint64_t random_seed, int n_vocab);
 
 // The request's press: its kv_press spec (else the server's), with its kv_budget /
 // kv_compression_ratio (else the server's budget flags, unless the spec carries a budget).

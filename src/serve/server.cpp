@@ -261,7 +261,9 @@ struct Server::State {
                        "messages");
       }
     }
-    std::vector<int32_t> tokens = tokenizer.encode(prompt, /*add_special=*/true, /*parse_special=*/r.chat);
+    // Token ids are fed as they are (llama-server adds no BOS to them either).
+    std::vector<int32_t> tokens =
+        r.prompt_ids.empty() ? tokenizer.encode(prompt, /*add_special=*/true, /*parse_special=*/r.chat) : r.prompt_ids;
     if (tokens.empty()) throw ApiError(400, "invalid_request_error", "the prompt is empty", r.chat ? "messages" : "prompt");
     if (int64_t(tokens.size()) >= n_ctx)
       throw ApiError(400, "exceed_context_size_error",
@@ -314,7 +316,7 @@ struct Server::State {
   }
 
   void completion(const std::string& body, httplib::Response& res, bool chat) {
-    const CompletionRequest r = parse_completion_request(body, chat, std::random_device{}());
+    const CompletionRequest r = parse_completion_request(body, chat, std::random_device{}(), tokenizer.n_vocab());
     const PressConfig press = request_press(r, options.press, options.budget);
     auto sampler = std::make_shared<Sampler>([&] {
       try {
@@ -501,17 +503,7 @@ Server::Server(Transformer& model, const Tokenizer& tokenizer, ServerOptions opt
     const json body = json::parse(text, nullptr, /*allow_exceptions=*/false);
     if (!body.is_object() || !body.contains("tokens") || !body["tokens"].is_array())
       throw ApiError(400, "invalid_request_error", "the body must be {\"tokens\": [ids]}", "tokens");
-    const json& tokens = body["tokens"];
-    std::vector<int32_t> ids;
-    for (std::size_t i = 0; i < tokens.size(); ++i) {
-      const json& t = tokens[i];
-      if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() >= s.tokenizer.n_vocab())
-        throw ApiError(400, "invalid_request_error",
-                       fmt::format("tokens[{}] must be a token id in [0, {}), got {}", i, s.tokenizer.n_vocab(), shown(t)),
-                       "tokens");
-      ids.push_back(t.get<int32_t>());
-    }
-    send_json(res, 200, {{"content", s.tokenizer.decode(ids)}});
+    send_json(res, 200, {{"content", s.tokenizer.decode(token_ids(body["tokens"], s.tokenizer.n_vocab(), "tokens", "tokens"))}});
   }));
   http.Get("/metrics", [&s](const httplib::Request&, httplib::Response& res) {
     res.set_content(s.metrics(), "text/plain; version=0.0.4");

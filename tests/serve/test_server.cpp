@@ -464,6 +464,27 @@ TEST_F(Serve, TokenizeAndDetokenizeRoundTrip) {
   EXPECT_EQ(post(c, "/detokenize", {{"tokens", tokens["tokens"]}})["content"], "Once upon a time");
 }
 
+// A completion's prompt may be token ids (OpenAI's and llama-server's API): fed as they are, they
+// give what the text that tokenizes to them gives; ids outside the vocabulary are named.
+TEST_F(Serve, PromptsMayBeTokenIds) {
+  auto c = client();
+  const std::string text = "Once upon a time";
+  const json ids = post(c, "/tokenize", {{"content", text}, {"add_special", true}})["tokens"];
+  const json by_text = post(c, "/v1/completions", {{"prompt", text}, {"max_tokens", 8}, {"temperature", 0}});
+  for (const json& prompt : {ids, json::array({ids})}) {
+    const json by_ids = post(c, "/v1/completions", {{"prompt", prompt}, {"max_tokens", 8}, {"temperature", 0}});
+    EXPECT_EQ(by_ids["choices"][0]["text"], by_text["choices"][0]["text"]) << prompt;
+    EXPECT_EQ(by_ids["usage"]["prompt_tokens"], by_text["usage"]["prompt_tokens"]);
+  }
+  const json out_of_vocab = post(c, "/v1/completions", {{"prompt", {1, 99999}}, {"max_tokens", 2}}, 400);
+  expect_error(out_of_vocab, 400, "invalid_request_error", "prompt");
+  EXPECT_NE(out_of_vocab["error"]["message"].get<std::string>().find("prompt[1] must be a token id in [0, "),
+            std::string::npos) << out_of_vocab;
+  for (const json& prompt : {json::array({1, "x"}), json::array({"a", "b"}), json::array(), json::array({json::array({-1})})})
+    expect_error(post(c, "/v1/completions", {{"prompt", prompt}, {"max_tokens", 2}}, 400), 400, "invalid_request_error",
+                 "prompt");
+}
+
 // A seeded, bounded fuzz of request bodies: every answer is a 200 or an OpenAI error body, never
 // a dropped connection or a dead server.
 TEST_F(Serve, FuzzedBodiesNeverBreakTheServer) {
