@@ -14,7 +14,6 @@ namespace {
 struct Setting {
   std::string label;  // the press as the user gave it
   PressConfig press;
-  bool nc;
   int32_t budget;
   int32_t token_budget;
 };
@@ -39,7 +38,7 @@ std::vector<Setting> expand_settings(const CompressionEvalConfig& config, const 
           token_budget = budget - static_cast<int32_t>(std::ceil(stats));
           if (token_budget < 1) continue;  // the statistics alone exceed the budget
         }
-        settings.push_back({press.as_given(), with_nc.with_budget(Budget{token_budget, 0.0}), nc, budget, token_budget});
+        settings.push_back({press.as_given(), with_nc.with_budget(Budget{token_budget, 0.0}), budget, token_budget});
       }
     }
   }
@@ -65,7 +64,7 @@ std::vector<CompressionEvalRow> run_compression_eval(Transformer& model,
     auto press = settings[i].press.make();
     rows[i].press = press->spec();
     rows[i].name = settings[i].label;
-    rows[i].nc = settings[i].nc;
+    rows[i].nc = press->nc();  // what runs: a spec's own nc= is not the loop's value
     rows[i].budget = settings[i].budget;
     rows[i].token_budget = std::min(settings[i].token_budget, P);  // a budget above the prompt keeps it all
     rows[i].moment_tokens = press->moment_token_equivalents(geometry);

@@ -329,5 +329,23 @@ TEST_F(CliBadInput, RunsThatWouldDoNothingSaySo) {
   EXPECT_EQ(r.out, "");
 }
 
+// (n) kl named 'full' as having an unknown parameter 'nc', reported a budget above the prompt as the
+// tokens retained, and said "-o file/x.json": the folder 'file' does not exist.
+TEST_F(CliBadInput, KlMessagesAndTheRetainedColumn) {
+  const Args kl = {"kl", "-m", model(), "-f", path("text.txt"), "--prompt-tokens", "8", "--continuation-tokens", "4",
+                   "--windows", "1"};
+  Args full = kl;
+  full.insert(full.end(), {"--press", "full", "--budgets", "4"});
+  expect_error(full, {"press 'full' keeps every token", "nothing to measure"});
+  Args into_a_file = kl;
+  into_a_file.insert(into_a_file.end(), {"--press", "snapkv", "--budgets", "4", "-o", path("text.txt") + "/kl.json"});
+  expect_error(into_a_file, {path("text.txt") + "' is not a folder"});
+  Args above = kl;
+  above.insert(above.end(), {"--press", "snapkv:nc=0", "--budgets", "1000"});
+  const auto r = run(above);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("| snapkv:nc=0 | off | 1000 | 8 |"), std::string::npos) << r.out;  // retained: the prompt's 8
+}
+
 }  // namespace
 }  // namespace mkv
