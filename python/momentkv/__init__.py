@@ -80,7 +80,13 @@ def _ids(ids):
 
 
 def _kv_budget(kv_budget):
-    return None if kv_budget is None else _integer("kv_budget", kv_budget)
+    if kv_budget is None:
+        return None
+    value = _integer("kv_budget", kv_budget)
+    # The engine checks the range (a number of tokens per KV head); past int64 it could not take it.
+    if not -2**63 <= value < 2**63:
+        raise ValueError(f"kv_budget={value} is out of range: it is a number of tokens per KV head")
+    return value
 
 
 # The engine's streams, closed at interpreter exit: a stream left running (a generator still

@@ -236,6 +236,11 @@ def test_kv_budget_takes_integers_not_bools(needle_model):
         needle_model.generate("Once upon a time", 4, press="snapkv", kv_budget=True)
     with pytest.raises(TypeError, match="kv_budget must be an int, got bool"):
         needle_model.session(press="snapkv", kv_budget=True)
+    for huge in (2**70, -2**70):  # past int64: a ValueError like any budget out of range
+        with pytest.raises(ValueError, match="kv_budget=.* is out of range"):
+            needle_model.generate("Once upon a time", 4, press="snapkv", kv_budget=huge)
+    with pytest.raises(ValueError, match=r"kv_budget must be in \[1, 1000000000\]"):
+        needle_model.generate("Once upon a time", 4, press="snapkv", kv_budget=2**40)
 
 
 # ---- Ctrl-C and threads ---------------------------------------------------------------------------
