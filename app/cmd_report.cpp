@@ -76,13 +76,13 @@ int run_report(const ReportOptions& o) {
   for (const auto& model : models) {
     const std::string name = safe(model) + "_mean.svg";
     write_text_file(fs::path(o.output_dir) / name,
-               eval::report::render_svg(eval::report::score_vs_budget_plot(records, model, "")));
+                    eval::report::render_svg(eval::report::score_vs_budget_plot(records, model, "")));
     md += fmt::format("![{} mean]({})\n\n", model, name);
     if (tasks.size() > 1)
       for (const auto& task : tasks) {
         const std::string tname = safe(model) + "_" + safe(task) + ".svg";
         write_text_file(fs::path(o.output_dir) / tname,
-                   eval::report::render_svg(eval::report::score_vs_budget_plot(records, model, task)));
+                        eval::report::render_svg(eval::report::score_vs_budget_plot(records, model, task)));
         md += fmt::format("![{} {}]({})\n\n", model, task, tname);
       }
   }

@@ -68,7 +68,6 @@ std::vector<int> select_tasks(const LoadedSweep& s, const SweepOptions& o) {
   return out;
 }
 
-
 }  // namespace
 
 int run_sweep_submit(const SweepOptions& o) {
@@ -93,8 +92,9 @@ int run_sweep_submit(const SweepOptions& o) {
             "sbatch not found on PATH: this machine has no Slurm client (`momentkv sweep submit {} --dry-run` prints the "
             "script; `momentkv sweep run {} --local N` runs the sweep here)",
             o.file, o.file);
-  fs::create_directories(sweep::script_path(s.spec).parent_path());
-  write_text_file(sweep::script_path(s.spec), script);
+  const fs::path script_file = sweep::script_path(s.spec);
+  fs::create_directories(script_file.parent_path());
+  write_text_file(script_file, script);
   fs::create_directories(s.spec.slurm.logs);  // Slurm does not create --output's folder: a task would fail silently
   const sweep::CommandResult r = sweep::run_command(command, kSbatchLimit);
   MKV_CHECK(!r.timed_out, "sbatch did not finish within {} s and was stopped: the job may or may not be queued "
@@ -106,7 +106,7 @@ int run_sweep_submit(const SweepOptions& o) {
   const std::string array = sweep::array_option(s.spec, selected);
   sweep::record_submission(s.spec, job, array);
   fmt::print("submitted job {}: tasks {} of sweep {} ({} tasks in all)\n", job, array, s.spec.name, s.tasks.size());
-  fmt::print("script {}\nlogs   {}/{}_{}_<task>.out\nstatus momentkv sweep status {}\n", sweep::script_path(s.spec).string(),
+  fmt::print("script {}\nlogs   {}/{}_{}_<task>.out\nstatus momentkv sweep status {}\n", script_file.string(),
              s.spec.slurm.logs.string(), s.spec.name, job, o.file);
   return 0;
 }

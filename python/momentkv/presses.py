@@ -23,7 +23,6 @@ __all__ = ["Press", "ScorerPress", "Full", "StreamingLLM", "H2O", "SnapKV", "Pyr
            "pooling_kernel", "observation_window"]
 
 
-
 def _integer(what, value, also=""):
     """`value` as a Python int: any integral type (int, numpy integers: operator.index), not a bool."""
     if isinstance(value, bool) or not hasattr(type(value), "__index__"):

@@ -24,8 +24,7 @@ std::vector<Setting> expand_settings(const CompressionEvalConfig& config, const 
   if (config.nc != NcMode::Off) nc_values.push_back(true);
   if (config.nc != NcMode::On) nc_values.push_back(false);
   for (const PressConfig& press : config.presses) {
-    MKV_CHECK(!press.is_full(), "press 'full' keeps every token: the compressing presses are measured against it, so "
-              "it has nothing to measure (leave it out)");
+    require_compressing(press);
     MKV_CHECK(!press.budget(), "press '{}': give budgets with --budgets, not in the spec", press.as_given());
     const bool fixed_nc = press.given("nc");
     for (bool nc : nc_values) {
@@ -46,6 +45,11 @@ std::vector<Setting> expand_settings(const CompressionEvalConfig& config, const 
 }
 
 }  // namespace
+
+void require_compressing(const PressConfig& press) {
+  MKV_CHECK(!press.is_full(), "press 'full' keeps every token: the compressing presses are measured against it, so "
+            "it has nothing to measure (leave it out)");
+}
 
 std::vector<CompressionEvalRow> run_compression_eval(Transformer& model,
                                                      const std::vector<std::vector<int32_t>>& windows,

@@ -38,6 +38,10 @@ struct CompressionEvalRow {
   std::vector<DivergenceStats> per_window;  // (windows) the same per window, for intervals
 };
 
+// MkvError when `press` is "full": the commands that measure presses against the full cache
+// (kl, fidelity) would have nothing to measure in it.
+void require_compressing(const PressConfig& press);
+
 // windows: token sequences of prompt_tokens + continuation_tokens + 1 ids (the last one is only
 // a target). `on_progress(done, total)` is called after each (window, setting) run.
 std::vector<CompressionEvalRow> run_compression_eval(

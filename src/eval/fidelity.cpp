@@ -220,8 +220,7 @@ std::vector<FidelityRow> run_fidelity(Transformer& model, const std::vector<std:
   std::vector<FidelityRow> rows;
   std::vector<PressConfig> row_presses;  // (rows) the press each row runs, NC off
   for (const PressConfig& press : config.presses) {
-    MKV_CHECK(!press.is_full(), "press 'full' keeps every token: the compressing presses are measured against it, so "
-              "it has nothing to measure (leave it out)");
+    require_compressing(press);
     MKV_CHECK(!press.budget() && !press.given("nc"),
               "press '{}': give budgets with --budgets and leave nc= out (both settings are measured)",
               press.as_given());

@@ -147,16 +147,16 @@ CompletionRequest parse_completion_request(const std::string& body, bool chat, u
   } else {
     if (!j.contains("prompt")) bad("prompt", "'prompt' is required");
     const json& prompt = j["prompt"];
-    if (prompt.is_array() && prompt.size() == 1 && prompt[0].is_string()) {
-      r.prompt = prompt[0].get<std::string>();
-    } else if (prompt.is_array() && prompt.size() == 1 && prompt[0].is_array()) {
-      r.prompt_ids = token_ids(prompt[0], n_vocab, "prompt[0]", "prompt");
-    } else if (prompt.is_array() && !prompt.empty() && !prompt[0].is_string() && !prompt[0].is_array()) {
-      r.prompt_ids = token_ids(prompt, n_vocab, "prompt", "prompt");
-    } else if (prompt.is_array()) {
-      bad("prompt", "'prompt' must be a string, token ids, or an array holding one of them (one prompt per request)");
-    } else {
+    if (!prompt.is_array()) {
       r.prompt = text(prompt, "prompt");
+    } else if (prompt.size() == 1 && prompt[0].is_string()) {
+      r.prompt = prompt[0].get<std::string>();
+    } else if (prompt.size() == 1 && prompt[0].is_array()) {
+      r.prompt_ids = token_ids(prompt[0], n_vocab, "prompt[0]", "prompt");
+    } else if (!prompt.empty() && !prompt[0].is_string() && !prompt[0].is_array()) {
+      r.prompt_ids = token_ids(prompt, n_vocab, "prompt", "prompt");
+    } else {
+      bad("prompt", "'prompt' must be a string, token ids, or an array holding one of them (one prompt per request)");
     }
   }
   constexpr int64_t kMaxTokens = 1 << 24;

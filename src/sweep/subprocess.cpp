@@ -10,8 +10,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
-#include <string_view>
 #include <cstring>
+#include <string_view>
 
 #include "core/error.h"
 
