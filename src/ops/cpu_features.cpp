@@ -1,5 +1,5 @@
 // Kernel variant selection (cpu_features.h). This file is compiled with the build's flags: it only
-// reads CPUID (through GCC's __builtin_cpu_supports, which also checks that the OS saves the
+// reads CPUID (through __builtin_cpu_supports, which also checks that the OS saves the AVX and
 // AVX-512 registers) and hands out a variant's table; it runs none of the variant's code.
 #include "ops/cpu_features.h"
 
@@ -8,6 +8,10 @@
 #include <atomic>
 #include <cstdlib>
 #include <iterator>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
 
 #include "core/error.h"
 #include "ops/kernel_table.h"
@@ -25,10 +29,19 @@ const KernelTable* table_of(CpuVariant variant) {
   return nullptr;
 }
 
+#if defined(__x86_64__) || defined(__i386__)
+// F16C from CPUID leaf 1 (ECX bit 29): clang 14's __builtin_cpu_supports does not know "f16c". It
+// is only asked after "avx2", whose check covers the OS saving the AVX registers.
+bool host_has_f16c() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  return __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C) != 0;
+}
+#endif
+
 // Whether the host runs the instructions a variant's file is compiled for (simd_level.h).
 bool host_runs(CpuVariant variant) {
 #if defined(__x86_64__) || defined(__i386__)
-  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && host_has_f16c();
   switch (variant) {
     case CpuVariant::Scalar: return true;
     case CpuVariant::Avx2:
