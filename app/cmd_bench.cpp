@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "commands.h"
+#include "quantity_text.h"
 #include "core/error.h"
 #include "core/int_list.h"
 #include "core/threading.h"
@@ -31,17 +32,6 @@ std::string backend_name() {
   std::string b = "CPU " + std::string(cpu_variant_label(cpu_variant()));
   if (matmul_precision() == MatmulPrecision::Fast) b += " int8";
   return b;
-}
-
-std::string size_text(double bytes) {
-  if (bytes >= 1 << 30) return fmt::format("{:.2f} GiB", bytes / (1 << 30));
-  return fmt::format("{:.2f} MiB", bytes / (1 << 20));
-}
-
-std::string params_text(double p) {
-  if (p >= 1e9) return fmt::format("{:.2f} B", p / 1e9);
-  if (p >= 1e6) return fmt::format("{:.2f} M", p / 1e6);
-  return fmt::format("{:.2f} K", p / 1e3);
 }
 
 // One pass of each probe (after its warm-up pass), taken right before or right after a repetition.

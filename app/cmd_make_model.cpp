@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "commands.h"
+#include "quantity_text.h"
 #include "core/error.h"
 #include "model/random_model.h"
 
@@ -22,9 +23,9 @@ int run_make_model(const MakeModelOptions& o) {
   const auto start = std::chrono::steady_clock::now();
   write_random_model(spec, o.output);
   // Reported once written, so that a failure leaves only its error line.
-  fmt::print(stderr, "wrote {} ({} {}, {:.2f} B parameters, seed {}) to {}: {:.2f} GiB in {:.1f} s\n", o.shape,
-             spec.arch, o.type, spec.parameter_count() / 1e9, o.seed, o.output,
-             std::filesystem::file_size(o.output) / double(1 << 30),
+  fmt::print(stderr, "wrote {} ({} {}, {} parameters, seed {}) to {}: {} in {:.1f} s\n", o.shape, spec.arch,
+             o.type, params_text(double(spec.parameter_count())), o.seed, o.output,
+             size_text(double(std::filesystem::file_size(o.output))),
              std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   return 0;
 }
