@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Sets up (packages + build) and runs the whole test suite:
-#   1. the GGUF reader's malformed-input tests under ASan/UBSan (build-asan, only what they need);
+#   1. the GGUF reader's malformed-input tests and the press fuzz target's saved inputs under
+#      ASan/UBSan (build-asan, only what they need);
 #   2. the kernel and cache tests on the portable scalar path (build-scalar, MOMENTKV_NATIVE=OFF);
 #   3. the Python module's pytest tests (python/tests, against the module built in build/);
 #   4. every test of the default Release build with ctest (its summary is the last line).
@@ -36,10 +37,11 @@ if command -v npm >/dev/null && ! cmp -s tests/serve/node/package-lock.json "$np
     { echo "test: npm ci failed; the npm-client server tests will skip" >&2; rm -f "$npm_dir/package-lock.json"; }
 fi
 
-echo "== GGUF reader under AddressSanitizer + UndefinedBehaviorSanitizer" >&2
+echo "== GGUF reader and presses under AddressSanitizer + UndefinedBehaviorSanitizer" >&2
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMOMENTKV_SANITIZE=address,undefined >/dev/null
-cmake --build build-asan --target test_gguf -j "$jobs"
+cmake --build build-asan --target test_gguf press_fuzz_replay -j "$jobs"
 build-asan/tests/test_gguf --gtest_brief=1
+build-asan/fuzz/press_fuzz_replay fuzz/corpus/press_fuzz  # the press fuzz target's saved inputs
 
 echo "== kernels on the scalar path" >&2
 cmake -S . -B build-scalar -G Ninja -DCMAKE_BUILD_TYPE=Release -DMOMENTKV_NATIVE=OFF >/dev/null

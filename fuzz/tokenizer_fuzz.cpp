@@ -1,0 +1,111 @@
+// libFuzzer target for the tokenizers and the detokenising stream: any text, valid UTF-8 or not,
+// must encode to ids inside the vocabulary, and text that is valid UTF-8 must come back unchanged
+// from decode (byte-level BPE keeps every byte; SentencePiece, whose vocab writes spaces as U+2581,
+// only for text without U+2581 and without special tokens parsed). Streaming the pieces through Utf8Streamer must give decode()'s
+// bytes, whole characters at a time. Any id decodes without error.
+// Vocabularies: llama3-vocab.gguf and qwen3-vocab.gguf of golden/tokenizer and stories260K.gguf
+// (SentencePiece), from $MOMENTKV_ASSETS or ../shared/assets; targets built without them exit
+// with a message. Input: one byte of choices, then the text.
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "fuzz/fuzz_assets.h"
+#include "fuzz/fuzz_input.h"
+#include "gguf/gguf_file.h"
+#include "model/tokenizer.h"
+
+namespace {
+
+std::vector<std::unique_ptr<mkv::Tokenizer>>& tokenizers() {
+  static std::vector<std::unique_ptr<mkv::Tokenizer>> loaded;
+  return loaded;
+}
+
+void require(bool condition, const char* what, const std::string& text) {
+  if (!condition) {
+    fprintf(stderr, "tokenizer_fuzz: %s (text of %zu bytes)\n", what, text.size());
+    abort();
+  }
+}
+
+bool valid_utf8(std::string_view s) {
+  std::size_t i = 0;
+  while (i < s.size()) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    int len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+    if (len == 0 || i + len > s.size()) return false;
+    uint32_t cp = len == 1 ? c : c & (0x7F >> len);
+    for (int k = 1; k < len; ++k) {
+      const auto cc = static_cast<unsigned char>(s[i + k]);
+      if ((cc >> 6) != 2) return false;
+      cp = (cp << 6) | (cc & 0x3F);
+    }
+    const uint32_t min_cp[] = {0, 0, 0x80, 0x800, 0x10000};
+    if (cp < min_cp[len] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
+    i += len;
+  }
+  return true;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  for (const char* file : {"golden/tokenizer/llama3-vocab.gguf", "golden/tokenizer/qwen3-vocab.gguf", "stories260K.gguf"}) {
+    const std::filesystem::path path = mkv::fuzz::shared_asset(file);
+    const mkv::GgufFile gguf = mkv::GgufFile::open(path.string());
+    tokenizers().push_back(mkv::Tokenizer::create(mkv::Vocab::from_gguf(gguf)));
+  }
+  return 0;
+}
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
+  mkv::fuzz::FuzzInput in(data, size);
+  const uint8_t choices = in.byte();
+  const mkv::Tokenizer& tokenizer = *tokenizers()[(choices & 3) % tokenizers().size()];
+  const bool spm = tokenizer.vocab().model == "llama";
+  const bool parse_special = choices & 4;
+  const bool add_special = choices & 8;
+  const std::string text(in.rest());
+
+  const std::vector<int32_t> ids = tokenizer.encode(text, add_special, parse_special);
+  for (const int32_t id : ids) require(id >= 0 && id < tokenizer.n_vocab(), "an id outside the vocabulary", text);
+
+  // SentencePiece adds a space before the text after every special token (llama.cpp's rule), so
+  // its round trip holds only without them.
+  const bool spm_round_trips = !parse_special && text.find("\xE2\x96\x81") == std::string::npos;
+  if (!add_special && valid_utf8(text) && (!spm || spm_round_trips)) {
+    const std::string decoded = tokenizer.decode(ids, /*render_special=*/parse_special);
+    require(decoded == text, "decode(encode(text)) is not the text", text);
+  }
+
+  // The pieces streamed whole characters at a time give decode()'s bytes.
+  mkv::Utf8Streamer streamer;
+  std::string streamed;
+  for (const int32_t id : ids) {
+    const std::string out = streamer.push(tokenizer.token_to_piece(id, true));
+    require(out.empty() || valid_utf8(out) || !valid_utf8(text), "the stream emitted part of a character", text);
+    streamed += out;
+  }
+  streamed += streamer.flush();
+  std::string pieces;
+  for (const int32_t id : ids) pieces += tokenizer.token_to_piece(id, true);
+  require(streamed == pieces, "the stream lost or changed bytes", text);
+
+  // Ids from the input bytes decode without error, whatever they are.
+  std::vector<int32_t> any_ids;
+  for (std::size_t i = 0; i + 4 <= text.size() && any_ids.size() < 64; i += 4) {
+    uint32_t raw;
+    memcpy(&raw, text.data() + i, 4);
+    any_ids.push_back(int32_t(raw % uint32_t(tokenizer.n_vocab())));
+  }
+  (void)tokenizer.decode(any_ids, choices & 16);
+  return 0;
+}
