@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <string_view>
 
@@ -45,5 +47,14 @@ class FuzzInput {
   std::size_t size_;
   std::size_t pos_ = 0;
 };
+
+// A property of the target: when it does not hold, the process aborts with `what` (a crash to the
+// fuzzer, and a failed replay test).
+inline void require(bool condition, const char* what) {
+  if (!condition) {
+    std::fprintf(stderr, "fuzz target: %s\n", what);
+    std::abort();
+  }
+}
 
 }  // namespace mkv::fuzz

@@ -2,8 +2,10 @@
 // a request's kv_press) must parse or throw MkvError, a parsed spec must round-trip through its
 // canonical form, and a press built from it must run a whole sequence on a small cache (prefill
 // chunks, compression, decode steps with decode-time eviction, attention with NC over what is
-// left) without a crash, a row it never saw, or a non-finite attention output.
+// left) without a crash, a row it never saw, an evicted token missing from the moments, more rows
+// than its budget after the prefill, or a non-finite attention output.
 // Input: the spec, a newline, then bytes that choose the cache type, the chunk sizes and the data.
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -20,13 +22,6 @@
 
 namespace {
 
-void require(bool condition, const char* what) {
-  if (!condition) {
-    fprintf(stderr, "press_fuzz: %s\n", what);
-    abort();
-  }
-}
-
 std::vector<float> normal(std::mt19937& rng, std::size_t n, float scale) {
   std::normal_distribution<float> dist(0.0f, scale);
   std::vector<float> v(n);
@@ -36,7 +31,7 @@ std::vector<float> normal(std::mt19937& rng, std::size_t n, float scale) {
 
 // Feeds tokens to the press like a session: append, observe every layer, compress; the attention
 // of the last batch over the compressed cache must be finite.
-void run_sequence(mkv::Press& press, mkv::fuzz::FuzzInput& in) {
+void run_sequence(mkv::Press& press, const mkv::Budget& budget, mkv::fuzz::FuzzInput& in) {
   const mkv::PressGeometry g{/*n_layers=*/2, /*n_heads=*/4, /*n_kv_heads=*/2, /*head_dim_k=*/8,
                              /*head_dim_v=*/8, /*scale=*/0.35355339f};
   press.reset(g);
@@ -68,12 +63,25 @@ void run_sequence(mkv::Press& press, mkv::fuzz::FuzzInput& in) {
     for (int layer = 0; layer < g.n_layers; ++layer)
       for (int h = 0; h < g.n_kv_heads; ++h) {
         const mkv::KvHeadView view = cache.head(layer, h);
-        require(view.length >= 0 && view.length <= next, "a head longer than the sequence");
+        mkv::fuzz::require(view.length >= 0 && view.length <= next, "a head longer than the sequence");
         for (int32_t i = 0; i < view.length; ++i) {
-          require(view.positions[i] >= 0 && view.positions[i] < next, "a position never appended");
-          require(i == 0 || view.positions[i] > view.positions[i - 1], "positions out of order");
+          mkv::fuzz::require(view.positions[i] >= 0 && view.positions[i] < next, "a position never appended");
+          mkv::fuzz::require(i == 0 || view.positions[i] > view.positions[i - 1], "positions out of order");
         }
+        // Every evicted token is folded into the head's moments.
+        if (view.moments)
+          mkv::fuzz::require(view.moments->count() + view.length == next, "an evicted token missing from the moments");
       }
+    // After the prefill every allocation (uniform, pyramid, adaptive, global) holds its budget in
+    // total (a ratio's budget is at least one row), and the cache's memory is its rows'.
+    if (last_chunk) {
+      const int64_t heads = int64_t(g.n_layers) * g.n_kv_heads;
+      mkv::fuzz::require(cache.total_tokens() <= heads * std::max<int64_t>(budget.resolve(next), 1) ||
+                  cache.total_tokens() == heads * next,
+              "the prefill's compression left more rows than the budget");
+    }
+    mkv::fuzz::require(cache.token_bytes() == std::size_t(cache.total_tokens()) * cache.row_bytes(),
+            "the cache holds memory for rows it evicted");
   }
   // One query per head over every layer's compressed cache (the latest token must still be there
   // for the causal rule, so only when every head kept it).
@@ -88,7 +96,7 @@ void run_sequence(mkv::Press& press, mkv::fuzz::FuzzInput& in) {
     const auto q = normal(rng, std::size_t(g.n_heads) * g.head_dim_k, 1.0f);
     std::vector<float> out(std::size_t(g.n_heads) * g.head_dim_v);
     mkv::attend_layer(cache, layer, shape, q.data(), 1, out.data());
-    for (const float x : out) require(std::isfinite(x), "a non-finite attention output");
+    for (const float x : out) mkv::fuzz::require(std::isfinite(x), "a non-finite attention output");
   }
 }
 
@@ -99,13 +107,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
   const std::string_view spec = in.until('\n');
   try {
     const mkv::PressConfig config = mkv::PressConfig::parse(spec);
-    require(mkv::PressConfig::parse(config.spec()) == config, "a spec does not round-trip");
-    require(mkv::PressConfig::parse(config.as_given()).as_given() == config.as_given(), "as_given does not round-trip");
+    mkv::fuzz::require(mkv::PressConfig::parse(config.spec()) == config, "a spec does not round-trip");
+    mkv::fuzz::require(mkv::PressConfig::parse(config.as_given()).as_given() == config.as_given(),
+                       "as_given does not round-trip");
     if (config.is_full() || !config.budget()) return 0;
     const auto press = config.make();
-    require(press->spec() == config.spec(), "the press's spec is not its config's");
+    mkv::fuzz::require(press->spec() == config.spec(), "the press's spec is not its config's");
     try {
-      run_sequence(*press, in);
+      run_sequence(*press, *config.budget(), in);
     } catch (const mkv::MkvError& e) {
       // A spec that parses must run: a server would answer this request with a 500.
       fprintf(stderr, "press_fuzz: %s failed while running: %s\n", config.spec().c_str(), e.what());

@@ -19,16 +19,10 @@ namespace {
 
 using mkv::serve::ApiError;
 
-void require(bool condition, const char* what) {
-  if (!condition) {
-    fprintf(stderr, "request_fuzz: %s\n", what);
-    abort();
-  }
-}
-
 void check_parsed(const mkv::serve::CompletionRequest& r, int n_vocab) {
-  for (const int32_t id : r.prompt_ids) require(id >= 0 && id < n_vocab, "a prompt id outside the vocabulary");
-  require(r.max_tokens >= -1, "max_tokens below -1");
+  for (const int32_t id : r.prompt_ids)
+    mkv::fuzz::require(id >= 0 && id < n_vocab, "a prompt id outside the vocabulary");
+  mkv::fuzz::require(r.max_tokens >= -1, "max_tokens below -1");
 
   // The request's press against a server running the full cache, and one running SnapKV at L=64.
   for (const bool server_compresses : {false, true}) {
@@ -39,10 +33,10 @@ void check_parsed(const mkv::serve::CompletionRequest& r, int n_vocab) {
         server_compresses ? mkv::PressConfig::parse("snapkv", server_budget) : mkv::PressConfig();
     try {
       const mkv::PressConfig press = mkv::serve::request_press(r, server_press, server_budget);
-      require(mkv::PressConfig::parse(press.spec()) == press, "a request's press spec does not round-trip");
+      mkv::fuzz::require(mkv::PressConfig::parse(press.spec()) == press, "a request's press spec does not round-trip");
       if (!press.is_full()) press.require_budget();
     } catch (const ApiError& e) {
-      require(e.status == 400, "a press error that is not a 400");
+      mkv::fuzz::require(e.status == 400, "a press error that is not a 400");
     }
   }
 
@@ -73,10 +67,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
   const std::string body(in.rest());
   try {
     const mkv::serve::CompletionRequest r = mkv::serve::parse_completion_request(body, chat, 7, n_vocab);
-    require(r.chat == chat, "the request kind changed");
+    mkv::fuzz::require(r.chat == chat, "the request kind changed");
     check_parsed(r, n_vocab);
   } catch (const ApiError& e) {
-    require(e.status == 400, "a parse error that is not a 400");
+    mkv::fuzz::require(e.status == 400, "a parse error that is not a 400");
     (void)mkv::serve::error_body(e).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   }
   return 0;

@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include "core/error.h"
@@ -23,21 +24,19 @@
 
 namespace {
 
-void require(bool condition, const char* what) {
-  if (!condition) {
-    fprintf(stderr, "rows_fuzz: %s\n", what);
-    abort();
+// A file of this process's own for the readers, which take paths; removed when done with.
+struct ScratchFile {
+  const std::filesystem::path path =
+      std::filesystem::temp_directory_path() / ("mkv_rows_fuzz_" + std::to_string(getpid()) + ".jsonl");
+  ~ScratchFile() {
+    std::error_code ignored;
+    std::filesystem::remove(path, ignored);
   }
-}
-
-// A file of this process's own for the readers, which take paths.
-std::filesystem::path scratch_file(const char* extension) {
-  return std::filesystem::temp_directory_path() /
-         ("mkv_rows_fuzz_" + std::to_string(getpid()) + extension);
-}
+};
 
 void ruler_rows(const std::string& bytes) {
-  const auto path = scratch_file(".jsonl");
+  const ScratchFile scratch;
+  const std::filesystem::path& path = scratch.path;
   mkv::write_text_file(path, bytes);
   std::vector<mkv::eval::ruler::RulerSample> samples;
   try {
@@ -49,14 +48,15 @@ void ruler_rows(const std::string& bytes) {
   for (const auto& s : samples) written += mkv::eval::ruler::to_jsonl_line(s) + "\n";
   mkv::write_text_file(path, written);
   const auto again = mkv::eval::ruler::read_ruler_jsonl(path);  // must not throw
-  require(again.size() == samples.size(), "RULER rows lost in a round trip");
+  mkv::fuzz::require(again.size() == samples.size(), "RULER rows lost in a round trip");
   for (std::size_t i = 0; i < again.size(); ++i)
-    require(mkv::eval::ruler::to_jsonl_line(again[i]) == mkv::eval::ruler::to_jsonl_line(samples[i]),
+    mkv::fuzz::require(mkv::eval::ruler::to_jsonl_line(again[i]) == mkv::eval::ruler::to_jsonl_line(samples[i]),
             "a RULER row changed in a round trip");
 }
 
 void longbench_rows(const std::string& templ, const std::string& bytes) {
-  const auto path = scratch_file(".jsonl");
+  const ScratchFile scratch;
+  const std::filesystem::path& path = scratch.path;
   mkv::write_text_file(path, bytes);
   try {
     for (const auto& row : mkv::eval::read_longbench_jsonl(path)) {
@@ -74,7 +74,8 @@ void sweep_file(const std::string& bytes) {
       bytes.find("/sys") != std::string::npos)
     return;
   try {
-    (void)mkv::sweep::parse_sweep(bytes, scratch_file(".json"));
+    // Only names the file in messages and anchors relative paths: nothing is written there.
+    (void)mkv::sweep::parse_sweep(bytes, std::filesystem::temp_directory_path() / "sweep.json");
   } catch (const mkv::MkvError&) {
   }
 }

@@ -1,11 +1,13 @@
-// libFuzzer target for the tokenizers and the detokenising stream: any text, valid UTF-8 or not,
-// must encode to ids inside the vocabulary, and text that is valid UTF-8 must come back unchanged
-// from decode (byte-level BPE keeps every byte; SentencePiece, whose vocab writes spaces as U+2581,
-// only for text without U+2581 and without special tokens parsed). Streaming the pieces through Utf8Streamer must give decode()'s
-// bytes, whole characters at a time. Any id decodes without error.
+// libFuzzer target for the tokenizers and the detokenising stream:
+// - any text, valid UTF-8 or not, encodes to ids inside the vocabulary;
+// - valid UTF-8 comes back unchanged from decode (SentencePiece, whose vocab writes spaces as
+//   U+2581 and which puts a space after every special token, only for text without U+2581 and
+//   without special tokens parsed);
+// - the pieces streamed through Utf8Streamer come out whole characters at a time, every byte kept;
+// - any id decodes without error.
 // Vocabularies: llama3-vocab.gguf and qwen3-vocab.gguf of golden/tokenizer and stories260K.gguf
-// (SentencePiece), from $MOMENTKV_ASSETS or ../shared/assets; targets built without them exit
-// with a message. Input: one byte of choices, then the text.
+// (SentencePiece), from $MOMENTKV_ASSETS or ../shared/assets; without them the target exits with
+// a message. Input: one byte of choices, then the text.
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -27,13 +29,6 @@ namespace {
 std::vector<std::unique_ptr<mkv::Tokenizer>>& tokenizers() {
   static std::vector<std::unique_ptr<mkv::Tokenizer>> loaded;
   return loaded;
-}
-
-void require(bool condition, const char* what, const std::string& text) {
-  if (!condition) {
-    fprintf(stderr, "tokenizer_fuzz: %s (text of %zu bytes)\n", what, text.size());
-    abort();
-  }
 }
 
 bool valid_utf8(std::string_view s) {
@@ -58,7 +53,8 @@ bool valid_utf8(std::string_view s) {
 }  // namespace
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
-  for (const char* file : {"golden/tokenizer/llama3-vocab.gguf", "golden/tokenizer/qwen3-vocab.gguf", "stories260K.gguf"}) {
+  for (const char* file :
+       {"golden/tokenizer/llama3-vocab.gguf", "golden/tokenizer/qwen3-vocab.gguf", "stories260K.gguf"}) {
     const std::filesystem::path path = mkv::fuzz::shared_asset(file);
     const mkv::GgufFile gguf = mkv::GgufFile::open(path.string());
     tokenizers().push_back(mkv::Tokenizer::create(mkv::Vocab::from_gguf(gguf)));
@@ -76,14 +72,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
   const std::string text(in.rest());
 
   const std::vector<int32_t> ids = tokenizer.encode(text, add_special, parse_special);
-  for (const int32_t id : ids) require(id >= 0 && id < tokenizer.n_vocab(), "an id outside the vocabulary", text);
+  for (const int32_t id : ids) mkv::fuzz::require(id >= 0 && id < tokenizer.n_vocab(), "an id outside the vocabulary");
 
   // SentencePiece adds a space before the text after every special token (llama.cpp's rule), so
   // its round trip holds only without them.
   const bool spm_round_trips = !parse_special && text.find("\xE2\x96\x81") == std::string::npos;
   if (!add_special && valid_utf8(text) && (!spm || spm_round_trips)) {
     const std::string decoded = tokenizer.decode(ids, /*render_special=*/parse_special);
-    require(decoded == text, "decode(encode(text)) is not the text", text);
+    mkv::fuzz::require(decoded == text, "decode(encode(text)) is not the text");
   }
 
   // The pieces streamed whole characters at a time give decode()'s bytes.
@@ -91,13 +87,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
   std::string streamed;
   for (const int32_t id : ids) {
     const std::string out = streamer.push(tokenizer.token_to_piece(id, true));
-    require(out.empty() || valid_utf8(out) || !valid_utf8(text), "the stream emitted part of a character", text);
+    mkv::fuzz::require(out.empty() || valid_utf8(out) || !valid_utf8(text), "the stream emitted part of a character");
     streamed += out;
   }
   streamed += streamer.flush();
   std::string pieces;
   for (const int32_t id : ids) pieces += tokenizer.token_to_piece(id, true);
-  require(streamed == pieces, "the stream lost or changed bytes", text);
+  mkv::fuzz::require(streamed == pieces, "the stream lost or changed bytes");
 
   // Ids from the input bytes decode without error, whatever they are.
   std::vector<int32_t> any_ids;
