@@ -22,7 +22,6 @@ a missing model file is FileNotFoundError.
 """
 
 import atexit
-import operator
 import os
 import weakref
 
@@ -76,7 +75,7 @@ def _ids(ids):
     """A list of Python ints from any iterable of integers (numpy arrays included); TypeError otherwise."""
     if isinstance(ids, (str, bytes)):
         raise TypeError("token ids must be an iterable of ints, not a string")
-    return [operator.index(i) for i in ids]
+    return [_integer("a token id", i) for i in ids]
 
 
 def _kv_budget(kv_budget):
@@ -248,7 +247,7 @@ class Session:
     def __init__(self, model, press="full", kv_budget=None, compression_ratio=None, ctx=0, query_window=64):
         self.model = model
         self._s = _momentkv.Session(model._m, _press_spec(press), _kv_budget(kv_budget), compression_ratio, ctx,
-                                    operator.index(query_window))
+                                    _integer("query_window", query_window))
 
     def prefill(self, ids):
         """Feeds ids (in chunks of 512), compresses; returns the logits after the last one (n_vocab,)."""
@@ -256,7 +255,7 @@ class Session:
 
     def decode(self, token):
         """Feeds one token id, compresses (as the press does per decode step); returns the next logits."""
-        return self._s.decode(operator.index(token))
+        return self._s.decode(_integer("token", token))
 
     def evaluate(self, ids):
         """Feeds ids teacher-forced without compressing; returns their logits (len(ids), n_vocab)."""

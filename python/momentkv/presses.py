@@ -15,6 +15,7 @@ canonical spec (every parameter spelled out), which `--press` accepts back uncha
 
 import builtins
 import math
+import numbers
 import operator
 
 from . import _momentkv
@@ -25,9 +26,12 @@ __all__ = ["Press", "ScorerPress", "Full", "StreamingLLM", "H2O", "SnapKV", "Pyr
 
 def _integer(what, value, also=""):
     """`value` as a Python int: any integral type (int, numpy integers: operator.index), not a bool."""
-    if isinstance(value, bool) or not hasattr(type(value), "__index__"):
-        raise TypeError(f"{what} must be an int{also}, got {type(value).__name__}")
-    return operator.index(value)
+    if not isinstance(value, bool) and hasattr(type(value), "__index__"):
+        try:
+            return operator.index(value)
+        except TypeError:  # e.g. a numpy array of more than one element
+            pass
+    raise TypeError(f"{what} must be an int{also}, got {type(value).__name__}")
 
 
 def pooling_kernel(budget):
@@ -55,12 +59,12 @@ def _format(press, key, value):
         if not isinstance(value, bool):
             raise TypeError(f"{press}: {key} must be a bool, got {type(value).__name__}")
         return "1" if value else "0"
-    if key in ("kernel", "window") and value == "auto":
+    if key in ("kernel", "window") and isinstance(value, str) and value == "auto":
         return value  # tied to the budget (pooling_kernel, observation_window)
     if key in _INT:
         return str(_integer(f"{press}: {key}", value, ' or "auto"' if key in ("kernel", "window") else ""))
     if key in _REAL:
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):  # numpy floats too
             raise TypeError(f"{press}: {key} must be a number, got {type(value).__name__}")
         if not math.isfinite(value):
             raise ValueError(f"press '{press}': {key}={value} is not a finite number")
@@ -79,8 +83,8 @@ class Press:
 
     def __init__(self, **params):
         given = {k: v for k, v in params.items() if v is not None}
+        self._given = given  # first, so that repr() works on a press whose arguments are refused
         items = [f"{k}={_format(self.name, k, v)}" for k, v in given.items()]
-        self._given = given
         self._as_given = self.name + (":" + ",".join(items) if items else "")
         # Validates like --press (ValueError with the CLI's message); the budget may come later.
         _, self._spec, _ = _momentkv.parse_press(self._as_given)
@@ -280,7 +284,7 @@ class ScorerPress:
             elif kind is int:
                 out[key] = _integer(f"{name}: {key}", value, ' or "auto"' if key == "window" else "")
             elif kind is float:
-                if isinstance(value, bool) or not isinstance(value, (int, float)):
+                if isinstance(value, bool) or not isinstance(value, numbers.Real):  # numpy floats too
                     raise TypeError(f"{name}: {key} must be a number, got {type(value).__name__}")
                 if not math.isfinite(value):
                     raise ValueError(f"press {name}: {key}={value} is not a finite number")

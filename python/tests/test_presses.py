@@ -84,3 +84,17 @@ def test_integer_parameters_accept_numpy_integers_and_reject_bad_budgets():
         presses.pooling_kernel(True)
     with pytest.raises(TypeError, match="snapkv: window must be an int or \"auto\", got bool"):
         presses.SnapKV(window=True)
+
+
+def test_real_parameters_accept_numpy_floats_and_arrays_are_type_errors():
+    import warnings
+
+    import numpy as np
+    assert presses.PyramidKV(beta=np.float32(10.0)).spec == presses.PyramidKV(beta=10.0).spec
+    assert presses.MomentKV(safeguard=np.float64(0.25)).spec == presses.MomentKV(safeguard=0.25).spec
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # numpy's elementwise-comparison warning fails the test
+        with pytest.raises(TypeError, match="snapkv: window must be an int or \"auto\", got ndarray"):
+            presses.SnapKV(window=np.array([1, 2]))
+        with pytest.raises(TypeError, match="pyramidkv: beta must be a number, got ndarray"):
+            presses.PyramidKV(beta=np.array([1.0]))

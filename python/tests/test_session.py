@@ -242,6 +242,16 @@ def test_bad_inputs(needle_model, compressed):
         s.prefill([])
     with pytest.raises(TypeError):
         s.decode("a")
+    # Bools and arrays are not token ids (operator.index took True as 1, and a 2-D array's rows gave
+    # numpy's own message).
+    with pytest.raises(TypeError, match="token must be an int, got bool"):
+        s.decode(True)
+    with pytest.raises(TypeError, match="a token id must be an int, got ndarray"):
+        s.prefill(np.array([[1, 2], [3, 4]]))
+    with pytest.raises(TypeError, match="a token id must be an int, got bool"):
+        s.prefill([1, True])
+    with pytest.raises(TypeError, match="query_window must be an int, got float"):
+        needle_model.session(query_window=8.0)
     assert s.n_past == 0
     s.prefill(list(range(1, 17)))
     with pytest.raises(ValueError, match="context"):
