@@ -75,7 +75,12 @@ def _ids(ids):
     """A list of Python ints from any iterable of integers (numpy arrays included); TypeError otherwise."""
     if isinstance(ids, (str, bytes)):
         raise TypeError("token ids must be an iterable of ints, not a string")
-    return [_integer("a token id", i) for i in ids]
+    out = [_integer("a token id", i) for i in ids]
+    for index, i in enumerate(out):
+        # The engine checks ids against the vocabulary; past int64 it could not take them.
+        if not -2**63 <= i < 2**63:
+            raise ValueError(f"token id {i} at index {index} is out of range")
+    return out
 
 
 def _kv_budget(kv_budget):

@@ -279,7 +279,8 @@ class ScorerPress:
         out = {}
         for key, kind in self._TYPES.items():
             value = getattr(self, key)
-            if (value is None and key in ("budget", "ratio")) or (key == "window" and value == "auto"):
+            if (value is None and key in ("budget", "ratio")) or (key == "window" and isinstance(value, str)
+                                                                  and value == "auto"):
                 out[key] = value
             elif kind is int:
                 out[key] = _integer(f"{name}: {key}", value, ' or "auto"' if key == "window" else "")

@@ -500,7 +500,7 @@ PyPressConfig py_press_config(const py::object& press, std::optional<int64_t> kv
   PyPressConfig c;
   c.press = press;
   if (py::isinstance<py::str>(o["window"])) {
-    const std::string window = o["window"].cast<std::string>();
+    const std::string window = utf8_text(o["window"], "press " + name + ": window");
     if (window != "auto") throw bad("window=\"" + window + "\" is not an integer >= 1 or \"auto\"");
     c.window = mkv::Protection::kAutoWindow;
   } else {
@@ -510,7 +510,7 @@ PyPressConfig py_press_config(const py::object& press, std::optional<int64_t> kv
   s.protection.window = c.window;
   s.protection.sinks = int(integer_in_range(o["sinks"], "sinks", bad));
   s.nc = o["nc"].cast<bool>();
-  const std::string alloc = o["alloc"].cast<std::string>();
+  const std::string alloc = utf8_text(o["alloc"], "press " + name + ": alloc");
   const std::optional<mkv::Allocation> allocation = mkv::allocation_from_name(alloc);
   if (!allocation) throw bad("alloc=\"" + alloc + "\" is not one of uniform, adaptive, pyramid, pyramid_adaptive, global");
   s.allocation = *allocation;
@@ -663,7 +663,7 @@ struct Model {
                             std::optional<double> compression_ratio, mkv::PressConfig& config,
                             std::optional<PyPressConfig>& py) {
     if (py::isinstance<py::str>(press)) {
-      config = parse_press_spec(press.cast<std::string>(), kv_budget, compression_ratio, /*require_budget=*/true);
+      config = parse_press_spec(utf8_text(press, "press"), kv_budget, compression_ratio, /*require_budget=*/true);
     } else {
       py = py_press_config(press, kv_budget, compression_ratio);
     }

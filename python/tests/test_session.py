@@ -252,6 +252,16 @@ def test_bad_inputs(needle_model, compressed):
         s.prefill([1, True])
     with pytest.raises(TypeError, match="query_window must be an int, got float"):
         needle_model.session(query_window=8.0)
+    # Past int64 (pybind11's 'incompatible function arguments', or a RuntimeError from generate).
+    with pytest.raises(ValueError, match=r"token id 1180591620717411303424 at index 1 is out of range"):
+        s.prefill([1, 2**70])
+    with pytest.raises(ValueError, match=r"token id -1180591620717411303424 at index 0 is out of range"):
+        needle_model.generate([-2**70], 2)
+    # A lone surrogate as a press spec (pybind11's 'Unable to cast Python instance').
+    with pytest.raises(ValueError, match="press is not valid UTF-8 text"):
+        needle_model.session(press="\udcff", kv_budget=4)
+    with pytest.raises(ValueError, match="press is not valid UTF-8 text"):
+        needle_model.generate("Once", 2, press="\udcff", kv_budget=4)
     assert s.n_past == 0
     s.prefill(list(range(1, 17)))
     with pytest.raises(ValueError, match="context"):
