@@ -6,11 +6,13 @@
 // shapes and weights.
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "core/error.h"
 #include "engine/session.h"
+#include "fuzz/fuzz_input.h"
 #include "gguf/gguf_file.h"
 #include "kv/press_config.h"
 #include "model/tokenizer.h"
@@ -32,19 +34,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
     const mkv::GgufFile file = mkv::GgufFile::from_bytes(std::vector<uint8_t>(data, data + size), "fuzz-input");
     mkv::Transformer model(file, /*max_batch=*/8);
     const auto tokenizer = mkv::Tokenizer::create(mkv::Vocab::from_gguf(file));
-    std::vector<int32_t> prompt = tokenizer->encode("Once upon", true, false);
-    if (prompt.empty()) return 0;
+    const std::vector<int32_t> prompt = tokenizer->encode("Once upon", true, false);
+    constexpr int kContext = 64;  // the seeds' byte vocab makes 15 tokens of the prompt
+    if (prompt.empty() || int64_t(prompt.size()) + 4 > kContext) return 0;  // a vocab that spells it longer
     for (const int32_t id : prompt)
-      if (id < 0 || id >= model.config().n_vocab) abort();  // the tokenizer and the model disagree
+      mkv::fuzz::require(id >= 0 && id < model.config().n_vocab, "the tokenizer gave an id the model does not have");
 
     const auto press = mkv::PressConfig::parse("momentkv:budget=4").make();
     mkv::SessionOptions options;
     options.ubatch = 4;
-    options.n_ctx = 64;  // the seeds' byte vocab makes 15 tokens of the prompt
+    options.n_ctx = kContext;
     options.press = press.get();
     options.compress_each_chunk = true;
     mkv::Session session(model, options);
-    if (int64_t(prompt.size()) + 4 > options.n_ctx) return 0;  // a vocab that spells it out longer
     int32_t token = argmax(session.prefill(prompt));
     for (int step = 0; step < 3; ++step) {
       (void)tokenizer->token_to_piece(token);

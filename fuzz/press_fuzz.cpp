@@ -29,8 +29,8 @@ std::vector<float> normal(std::mt19937& rng, std::size_t n, float scale) {
   return v;
 }
 
-// Feeds tokens to the press like a session: append, observe every layer, compress; the attention
-// of the last batch over the compressed cache must be finite.
+// Feeds tokens to the press like a session (append, observe every layer, compress), checking the
+// cache after every compression; then a new query's attention over each layer must be finite.
 void run_sequence(mkv::Press& press, const mkv::Budget& budget, mkv::fuzz::FuzzInput& in) {
   const mkv::PressGeometry g{/*n_layers=*/2, /*n_heads=*/4, /*n_kv_heads=*/2, /*head_dim_k=*/8,
                              /*head_dim_v=*/8, /*scale=*/0.35355339f};
@@ -76,12 +76,12 @@ void run_sequence(mkv::Press& press, const mkv::Budget& budget, mkv::fuzz::FuzzI
     // total (a ratio's budget is at least one row), and the cache's memory is its rows'.
     if (last_chunk) {
       const int64_t heads = int64_t(g.n_layers) * g.n_kv_heads;
-      mkv::fuzz::require(cache.total_tokens() <= heads * std::max<int64_t>(budget.resolve(next), 1) ||
-                  cache.total_tokens() == heads * next,
-              "the prefill's compression left more rows than the budget");
+      const int64_t budget_rows = heads * std::max<int64_t>(budget.resolve(next), 1);
+      mkv::fuzz::require(cache.total_tokens() <= budget_rows || cache.total_tokens() == heads * next,
+                         "the prefill's compression left more rows than the budget");
     }
     mkv::fuzz::require(cache.token_bytes() == std::size_t(cache.total_tokens()) * cache.row_bytes(),
-            "the cache holds memory for rows it evicted");
+                       "the cache holds memory for rows it evicted");
   }
   // One query per head over every layer's compressed cache (the latest token must still be there
   // for the causal rule, so only when every head kept it).

@@ -6,8 +6,6 @@
 // body.
 #include <cstddef>
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 #include <optional>
 #include <string>
 
@@ -33,7 +31,8 @@ void check_parsed(const mkv::serve::CompletionRequest& r, int n_vocab) {
         server_compresses ? mkv::PressConfig::parse("snapkv", server_budget) : mkv::PressConfig();
     try {
       const mkv::PressConfig press = mkv::serve::request_press(r, server_press, server_budget);
-      mkv::fuzz::require(mkv::PressConfig::parse(press.spec()) == press, "a request's press spec does not round-trip");
+      mkv::fuzz::require(mkv::PressConfig::parse(press.spec()) == press,
+                         "a request's press spec does not round-trip");
       if (!press.is_full()) press.require_budget();
     } catch (const ApiError& e) {
       mkv::fuzz::require(e.status == 400, "a press error that is not a 400");
@@ -51,8 +50,8 @@ void check_parsed(const mkv::serve::CompletionRequest& r, int n_vocab) {
   mkv::serve::CompletionOutcome outcome;
   outcome.text = r.chat ? "reply" : r.prompt.substr(0, 16);  // a piece that may end inside a character
   outcome.finish_reason = "stop";
-  (void)mkv::serve::completion_response(r, outcome, "id", 0, "model").dump(-1, ' ', false,
-                                                                           nlohmann::json::error_handler_t::replace);
+  (void)mkv::serve::completion_response(r, outcome, "id", 0, "model")
+      .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   (void)mkv::serve::stream_chunk(r, "id", 0, "model", outcome.text, true, std::nullopt)
       .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
