@@ -63,7 +63,7 @@ void ResultsStore::load(std::ostream& log) {
     nlohmann::json row;
     try {
       row = nlohmann::json::parse(row_text);
-    } catch (const nlohmann::json::parse_error& e) {
+    } catch (const nlohmann::json::exception& e) {  // a parse error, or a number past double's range
       fail("{}:{}: not valid JSON ({})", path_.string(), line, json_error_text(e.what()));
     }
     MKV_CHECK(row.is_object() && row.contains("index") && row["index"].is_number_integer(),

@@ -79,6 +79,19 @@ TEST(ResultsStore, RejectsBadRows) {
   } catch (const MkvError& e) {
     EXPECT_NE(std::string(e.what()).find(":2:"), std::string::npos) << e.what();
   }
+  // A number past double's range is nlohmann's out_of_range, not a parse_error: it escaped as an
+  // error without the file and line (found by fuzz/rows_fuzz.cpp).
+  {
+    std::ofstream(path, std::ios::trunc) << "{\"index\": 0, \"pred\": \"a\"}\n{\"index\": 1, \"x\": 1e999}\n";
+  }
+  try {
+    ResultsStore store(path);
+    FAIL() << "a number out of range must be an error";
+  } catch (const MkvError& e) {
+    EXPECT_NE(std::string(e.what()).find("pred.jsonl:2: not valid JSON (number overflow parsing '1e999')"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(ShardSpec, ParsesAndSelects) {
