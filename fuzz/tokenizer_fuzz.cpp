@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/message_text.h"
 #include "fuzz/fuzz_assets.h"
 #include "fuzz/fuzz_input.h"
 #include "gguf/gguf_file.h"
@@ -36,20 +37,10 @@ std::vector<std::unique_ptr<mkv::Tokenizer>>& tokenizers() {
 }
 
 bool valid_utf8(std::string_view s) {
-  std::size_t i = 0;
-  while (i < s.size()) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    int len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
-    if (len == 0 || i + len > s.size()) return false;
-    uint32_t cp = len == 1 ? c : c & (0x7F >> len);
-    for (int k = 1; k < len; ++k) {
-      const auto cc = static_cast<unsigned char>(s[i + k]);
-      if ((cc >> 6) != 2) return false;
-      cp = (cp << 6) | (cc & 0x3F);
-    }
-    const uint32_t min_cp[] = {0, 0, 0x80, 0x800, 0x10000};
-    if (cp < min_cp[len] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
-    i += len;
+  for (std::size_t i = 0; i < s.size();) {
+    const std::size_t n = mkv::utf8_sequence_length(s, i);
+    if (n == 0) return false;
+    i += n;
   }
   return true;
 }
