@@ -159,12 +159,16 @@ void add_row_dots(const RowOperands<Act>& op) {
       });
     }
   };
-  // Prefetch once per cache line (blocks of F16/BF16/F32 are smaller than a line).
+  // Prefetch once per cache line (blocks of F16/BF16/F32 are smaller than a line). F16 rows are
+  // left to the hardware prefetcher: a block converts in one instruction, and on Zen 4 the
+  // software prefetches slowed that stream down (docs/results/llamacpp_matrix_zen4_noavx512.md).
+  constexpr bool kPrefetch = !std::is_same_v<Decoder, decoders::F16>;
   constexpr int64_t kBlocksPerPrefetch = std::max<int64_t>(1, 64 / Decoder::kBlockBytes);
   int64_t b = 0;
   for (; b + kUnroll <= op.n_blocks; b += kUnroll)
     [&]<int... U>(std::integer_sequence<int, U...>) {
-      ((((b + U) % kBlocksPerPrefetch == 0 ? simd::prefetch_ahead(op.w + (b + U) * Decoder::kBlockBytes) : void()),
+      (((kPrefetch && (b + U) % kBlocksPerPrefetch == 0 ? simd::prefetch_ahead(op.w + (b + U) * Decoder::kBlockBytes)
+                                                        : void()),
         add_block(b + U, U)),
        ...);
     }(std::make_integer_sequence<int, kUnroll>{});
