@@ -102,9 +102,12 @@ inline F8 load_activations(const Bf16Bits* x) { return simd::f8_load_bf16(reinte
 
 // y[t] += dot(weight row, token t) for T tokens. Each token sums into kChains independent
 // accumulators (8-wide group i of the row goes to chain i % kChains): with one accumulator, a
-// one-token row waits out the FMA latency at every group. Two chains hide that latency; more
-// only add register pressure. Each token's sums run in the same order whatever T is (the
-// row-invariant decode batches rely on it).
+// one-token row waits out the FMA latency at every group. The float types take four chains: a
+// one-token row then has four FMAs in flight, a cache line of F16 weights per step, where two
+// chains cap one core's stream at 8 bytes per cycle, below what it can read when memory is fast;
+// 4 chains x kTileTokens accumulators still fit the 16 registers. The quantised types take two:
+// each sub-block already sums into two partial chains, and more would not fit. Each token's sums
+// run in the same order whatever T is (the row-invariant decode batches rely on it).
 //
 // Sub-block-scaled types (decoders::SubBlockScaled: the quantised ones) sum code × x over each
 // sub-block in two partial chains and apply its scale once, sub-block i of a step feeding chain
@@ -113,9 +116,9 @@ inline F8 load_activations(const Bf16Bits* x) { return simd::f8_load_bf16(reinte
 // matters because exact decode of quantised weights is partly compute-bound.
 template <typename Decoder, int T, typename Act>
 void add_row_dots(const RowOperands<Act>& op) {
-  constexpr int kChains = 2;
-  constexpr int kGroups = Decoder::kBlockSize / 8;  // 8-wide groups per block
   constexpr bool kScaled = decoders::SubBlockScaled<Decoder>;
+  constexpr int kChains = kScaled ? 2 : 4;
+  constexpr int kGroups = Decoder::kBlockSize / 8;  // 8-wide groups per block
   constexpr int kSubs = [] {  // scales per block
     if constexpr (kScaled) return Decoder::kBlockSize / Decoder::kSubBlock;
     else return 0;
