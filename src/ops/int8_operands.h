@@ -10,7 +10,8 @@
 
 namespace mkv {
 
-// n_tokens tokens of cols activations each, quantised (quantize_activations_q8), token-major.
+// n_tokens tokens of cols activations each, quantised (quantize_activations_q8 with
+// activation_group_blocks(type) blocks per scale), token-major.
 struct Int8Activations {
   const ActBlockQ8* blocks = nullptr;  // (n_tokens, cols / 32)
   // Set for the K-quant types and for prefill (more than kInt8MaxTokens tokens), else null:

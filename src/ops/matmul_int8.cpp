@@ -34,23 +34,30 @@ bool matmul_int8_supported(GgmlType type) {
 
 bool matmul_int8_gemm_supported(GgmlType type) { return type == GgmlType::Q8_0 || type == GgmlType::Q4_K; }
 
-void quantize_activations_q8(const float* x, int64_t n, ActBlockQ8* out) {
-  MKV_CHECK(n % 32 == 0, "quantize_activations_q8: {} values is not a multiple of 32", n);
-  for (int64_t b = 0; b < n / 32; ++b) {
-    const float* v = x + 32 * b;
+void quantize_activations_q8(const float* x, int64_t n, ActBlockQ8* out, int group_blocks) {
+  MKV_CHECK(group_blocks >= 1 && n % (32 * group_blocks) == 0,
+            "quantize_activations_q8: {} values is not a multiple of {}", n, 32 * group_blocks);
+  for (int64_t g = 0; g < n / 32; g += group_blocks) {
+    const float* v = x + 32 * g;
     float amax = 0.0f;
-    for (int i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(v[i]));
+    for (int i = 0; i < 32 * group_blocks; ++i) amax = std::max(amax, std::fabs(v[i]));
     const float d = amax / 127.0f;
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    int32_t sum = 0;
-    for (int i = 0; i < 32; ++i) {
-      const int q = static_cast<int>(std::nearbyint(v[i] * id));
-      out[b].q[i] = static_cast<int8_t>(std::clamp(q, -127, 127));
-      sum += out[b].q[i];
+    for (int64_t b = g; b < g + group_blocks; ++b) {
+      int32_t sum = 0;
+      for (int i = 0; i < 32; ++i) {
+        const int q = static_cast<int>(std::nearbyint(x[32 * b + i] * id));
+        out[b].q[i] = static_cast<int8_t>(std::clamp(q, -127, 127));
+        sum += out[b].q[i];
+      }
+      out[b].d = d;
+      out[b].s = d * static_cast<float>(sum);
     }
-    out[b].d = d;
-    out[b].s = d * static_cast<float>(sum);
   }
+}
+
+int activation_group_blocks(GgmlType type) {
+  return type == GgmlType::Q4_K || type == GgmlType::Q5_K || type == GgmlType::Q6_K ? 8 : 1;
 }
 
 void matmul_int8(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y) {
@@ -82,9 +89,10 @@ void matmul_int8(const WeightMatrix& w, const float* x, int64_t n_tokens, float*
   float* const dp = scales ? d.data() : nullptr;
   float* const sp = scales ? s.data() : nullptr;
   uint8_t* const bcp = biased ? biased_codes.data() : nullptr;
+  const int group = activation_group_blocks(w.type);
 #pragma omp parallel for schedule(static) if (prefill)
   for (int64_t t = 0; t < n_tokens; ++t) {
-    quantize_activations_q8(x + t * cols, cols, bp + t * nb);
+    quantize_activations_q8(x + t * cols, cols, bp + t * nb, group);
     for (int64_t i = t * nb; i < (t + 1) * nb; ++i) {
       if (scales) {
         dp[i] = bp[i].d;

@@ -1,16 +1,19 @@
 // K-quant rows against 8-bit activations, compiled once per kernel variant (private to src/ops;
 // included by matmul_int8_kernels.h): a row of 256-value super-blocks against 8-bit activation
-// blocks of 32 values, eight per super-block. Each 32-value sub-block (Q4_K, Q5_K) or half of one
-// (Q6_K) has its own scale, so each activation block meets exactly one weight sub-block:
-//   Σ value·x ≈ Σ_j (d·scale_j)·d_x·Σ code·q_x − (dmin·min_j)·s_x   (s_x = d_x·Σ q_x).
+// blocks of 32 values, eight per super-block, all eight with the same scale d_x
+// (activation_group_blocks). Each 32-value sub-block (Q4_K, Q5_K) or half of one (Q6_K) has its
+// own integer scale, so each activation block meets exactly one weight sub-block:
+//   Σ value·x ≈ d·d_x·Σ_j scale_j·Σ code·q_x − Σ_j (dmin·min_j)·s_x   (s_x = d_x·Σ q_x),
+// and the sum over j is an integer: one float step per super-block.
 // Layouts as block_decoders.h:
 //   Q4_K (144 B): fp16 d, dmin; scales[12]; qs[128]; sub-block j = nibble (j & 1) of qs[32(j/2) ..].
 //   Q5_K (176 B): as Q4_K with qh[32] before qs; bit j of qh[l] is the fifth bit of value l of j.
 //   Q6_K (210 B): ql[128]; qh[64]; int8 scales[16]; fp16 d; value 128h + 32q + l has low bits =
 //                 nibble (q >= 2) of ql[64h + 32(q & 1) + l], high bits (qh[32h + l] >> 2q) & 3,
 //                 scale scales[8h + 2q + l/16], value = d·scale·(code6 − 32).
-// MKV_SIMD >= 2 sums codes × activation codes exactly in integers (int8_dots.h: vpmaddubsw/vpmaddwd,
-// or VNNI vpdpbusd), the portable code in plain C++: they differ only in float accumulation order.
+// MKV_SIMD >= 2 sums codes × activation codes × scales exactly in integers (vpmaddubsw, then
+// vpmaddwd with the scales, on AVX2 and AVX-512 alike), the portable code in plain C++: they
+// differ only in float accumulation order.
 #pragma once
 
 #include "ops/block_decoders.h"
@@ -46,26 +49,28 @@ using int8_dots::hsum;
 using int8_dots::load32;
 
 // Q4_K and Q5_K: sub-block j pairs with activation block j; its codes are nibble (j & 1) of the
-// 32 bytes qs[32(j/2) ..] (| the fifth bit for Q5_K). The 8 factors d·scale_j·d_x and the mins
-// term Σ dmin·min_j·s_x are vectors over j, once per super-block, from the activation blocks'
-// d and s gathered into consecutive floats (act.d, act.s: one load each per super-block).
+// 32 bytes qs[32(j/2) ..] (| the fifth bit for Q5_K). The activation blocks of a super-block share
+// one scale d_x (activation_group_blocks), so the super-block's products sum in integers: int16
+// pairs (vpmaddubsw: |2·31·127| < 2^15) times scale_j into int32 lanes (vpmaddwd: at most
+// 8·2·3937·63 < 2^22 per lane), then one float step d·d_x·Σ. The mins term Σ dmin·min_j·s_x is a
+// vector over j, from the blocks' s gathered into consecutive floats (act.s).
 template <bool kHighBits>
 float k45_row_dot(const uint8_t* w, const ActScales& act, const ActBlockQ8* x, int64_t n_super) {
   constexpr std::size_t kBytes = kHighBits ? kQ5KBytes : kQ4KBytes;
   const __m256i low_mask = _mm256_set1_epi8(0x0f);
-  __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
+  __m256 acc = _mm256_setzero_ps();      // Σ d·d_x·(integer sum), per lane
   __m256 min_acc = _mm256_setzero_ps();  // Σ (dmin·min_j)·s_x, lane j
   for (int64_t s = 0; s < n_super; ++s, w += kBytes, x += 8) {
     prefetch_block(w, kBytes);
     const decoders::KScalesMins sm = k_scales_mins(w + 4);
     const __m128i scales_mins = _mm_loadu_si128(reinterpret_cast<const __m128i*>(&sm));  // scales, then mins
-    const __m256 scales = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(scales_mins));
+    // int16 lane j (of each 128-bit half) = scale_j.
+    const __m256i scales = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(scales_mins));
     const __m256 mins = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(scales_mins, 8)));
-    alignas(32) float factor[8];  // d·scale_j·d_x of sub-block j
-    _mm256_store_ps(factor, _mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(fp16_at(w)), scales), _mm256_loadu_ps(act.d + 8 * s)));
     min_acc = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_set1_ps(fp16_at(w + 2)), mins), _mm256_loadu_ps(act.s + 8 * s), min_acc);
     const uint8_t* qs = w + (kHighBits ? 48 : 16);
     [[maybe_unused]] const __m256i qh = kHighBits ? load32(w + 16) : __m256i{};
+    __m256i sum = _mm256_setzero_si256();
     for (int pair = 0; pair < 4; ++pair) {
       const __m256i bytes = load32(qs + 32 * pair);
       const __m256i nibbles[2] = {_mm256_and_si256(bytes, low_mask),
@@ -78,34 +83,42 @@ float k45_row_dot(const uint8_t* w, const ActScales& act, const ActBlockQ8* x, i
           const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(qh, bit), bit);
           code = _mm256_or_si256(code, _mm256_and_si256(set, _mm256_set1_epi8(0x10)));
         }
-        acc[half] = _mm256_fmadd_ps(_mm256_broadcast_ss(&factor[j]), dot_u8(code, load32(x[j].q)), acc[half]);
+        // scale_j in every int16 lane: bytes 2j, 2j + 1 of each half.
+        const __m256i scale = _mm256_shuffle_epi8(scales, _mm256_set1_epi16(static_cast<short>(0x0100 * (2 * j + 1) + 2 * j)));
+        sum = _mm256_add_epi32(sum, _mm256_madd_epi16(_mm256_maddubs_epi16(code, load32(x[j].q)), scale));
       }
     }
+    acc = _mm256_fmadd_ps(_mm256_set1_ps(fp16_at(w) * act.d[8 * s]), _mm256_cvtepi32_ps(sum), acc);
   }
-  return hsum(_mm256_add_ps(acc[0], acc[1])) - hsum(min_acc);
+  return hsum(acc) - hsum(min_acc);
 }
 
+// Q6_K: activation block k = 4h + q meets values 0-15 with scale 2k and 16-31 with scale 2k + 1,
+// the int16 halves of its vpmaddubsw pairs; integer sums over the super-block as Q4_K (at most
+// 8·2·(2·32·127)·128 < 2^25 per lane), one float step d·d_x·Σ.
 float q6k_row_dot(const uint8_t* w, const ActScales& act, const ActBlockQ8* x, int64_t n_super) {
-  __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
+  __m256 acc = _mm256_setzero_ps();
   for (int64_t s = 0; s < n_super; ++s, w += kQ6KBytes, x += 8) {
     prefetch_block(w, kQ6KBytes);
-    // Activation block k = 4h + q uses scales 2k (its values 0-15) and 2k + 1 (values 16-31):
-    // factors d·scale·d_x for all 8 blocks at once, even and odd scales apart.
-    const __m128i scales = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w + 192));
-    const __m128i even_odd = _mm_shuffle_epi8(scales, _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15));
-    const __m256 d_x = _mm256_mul_ps(_mm256_set1_ps(fp16_at(w + 208)), _mm256_loadu_ps(act.d + 8 * s));
-    alignas(32) float factor[2][8];  // [values 0-15 | values 16-31][block]
-    _mm256_store_ps(factor[0], _mm256_mul_ps(d_x, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(even_odd))));
-    _mm256_store_ps(factor[1], _mm256_mul_ps(d_x, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(even_odd, 8)))));
-    for (int h = 0; h < 2; ++h)
+    const __m256i scales = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w + 192)));
+    __m256i sum = _mm256_setzero_si256();
+    for (int h = 0; h < 2; ++h) {
+      // Both 128-bit halves: scales 8h .. 8h + 7 as int16.
+      const __m256i half_scales = _mm256_permute2x128_si256(scales, scales, h ? 0x11 : 0x00);
       for (int q = 0; q < 4; ++q) {
         const int k = 4 * h + q;
-        // int32 lanes 0-3 hold values 0-15, lanes 4-7 values 16-31.
-        const __m256 step = _mm256_set_m128(_mm_broadcast_ss(&factor[1][k]), _mm_broadcast_ss(&factor[0][k]));
-        acc[q & 1] = _mm256_fmadd_ps(step, dot_s8(decoders::q6k_signed_codes(w, h, q), load32(x[k].q)), acc[q & 1]);
+        // int16 lanes 0-7: scale 2k (bytes 4q, 4q + 1), lanes 8-15: scale 2k + 1.
+        const __m256i scale = _mm256_shuffle_epi8(
+            half_scales, _mm256_setr_m128i(_mm_set1_epi16(static_cast<short>(0x0100 * (4 * q + 1) + 4 * q)),
+                                           _mm_set1_epi16(static_cast<short>(0x0100 * (4 * q + 3) + 4 * q + 2))));
+        const __m256i codes = decoders::q6k_signed_codes(w, h, q);
+        const __m256i pairs = _mm256_maddubs_epi16(_mm256_sign_epi8(codes, codes), _mm256_sign_epi8(load32(x[k].q), codes));
+        sum = _mm256_add_epi32(sum, _mm256_madd_epi16(pairs, scale));
       }
+    }
+    acc = _mm256_fmadd_ps(_mm256_set1_ps(fp16_at(w + 208) * act.d[8 * s]), _mm256_cvtepi32_ps(sum), acc);
   }
-  return hsum(_mm256_add_ps(acc[0], acc[1]));
+  return hsum(acc);
 }
 
 #else  // portable
@@ -120,6 +133,7 @@ float k45_row_dot(const uint8_t* w, const ActScales&, const ActBlockQ8* x, int64
     const decoders::KScalesMins sm = k_scales_mins(w + 4);
     const uint8_t* qh = w + 16;
     const uint8_t* qs = w + (kHighBits ? 48 : 16);
+    int32_t super_dot = 0;  // Σ_j scale_j·Σ code·q_x (the blocks share x[0].d)
     for (int j = 0; j < 8; ++j) {
       int32_t dot = 0;
       for (int l = 0; l < 32; ++l) {
@@ -127,9 +141,10 @@ float k45_row_dot(const uint8_t* w, const ActScales&, const ActBlockQ8* x, int64
         if constexpr (kHighBits) code |= ((qh[l] >> j) & 1) << 4;
         dot += code * x[j].q[l];
       }
-      sum += d * static_cast<float>(sm.scale[j]) * x[j].d * static_cast<float>(dot);
+      super_dot += static_cast<int32_t>(sm.scale[j]) * dot;
       offset -= dmin * static_cast<float>(sm.min[j]) * x[j].s;
     }
+    sum += d * x[0].d * static_cast<float>(super_dot);
   }
   return sum + offset;
 }
@@ -139,7 +154,7 @@ float q6k_row_dot(const uint8_t* w, const ActScales&, const ActBlockQ8* x, int64
   for (int64_t s = 0; s < n_super; ++s, w += kQ6KBytes, x += 8) {
     prefetch_block(w, kQ6KBytes);
     const auto* scales = reinterpret_cast<const int8_t*>(w + 192);
-    const float d = fp16_at(w + 208);
+    int32_t super_dot = 0;  // Σ scale·Σ code·q_x (the blocks share x[0].d)
     for (int h = 0; h < 2; ++h)
       for (int q = 0; q < 4; ++q) {
         const ActBlockQ8& xb = x[4 * h + q];
@@ -149,10 +164,9 @@ float q6k_row_dot(const uint8_t* w, const ActScales&, const ActBlockQ8* x, int64
           const int high = (w[128 + 32 * h + l] >> (2 * q)) & 3;
           dot[l / 16] += ((low | (high << 4)) - 32) * xb.q[l];
         }
-        sum += d * xb.d *
-               (static_cast<float>(scales[8 * h + 2 * q]) * static_cast<float>(dot[0]) +
-                static_cast<float>(scales[8 * h + 2 * q + 1]) * static_cast<float>(dot[1]));
+        super_dot += scales[8 * h + 2 * q] * dot[0] + scales[8 * h + 2 * q + 1] * dot[1];
       }
+    sum += fp16_at(w + 208) * x[0].d * static_cast<float>(super_dot);
   }
   return sum;
 }

@@ -59,8 +59,9 @@ TEST_P(Int8Type, EqualsTheFloat64ProductWithQuantisedActivations) {
       std::vector<float> y(tokens * rows);
       matmul_int8(p.w, p.x.data(), tokens, y.data());
       std::vector<ActBlockQ8> xq(cols / 32);
+      const int group = activation_group_blocks(GetParam());
       for (int64_t t = 0; t < tokens; ++t) {
-        quantize_activations_q8(p.x.data() + t * cols, cols, xq.data());
+        quantize_activations_q8(p.x.data() + t * cols, cols, xq.data(), group);
         for (int64_t r = 0; r < rows; ++r) {
           double ref = 0.0, mag = 0.0;
           for (int64_t c = 0; c < cols; ++c) {
@@ -110,10 +111,11 @@ TEST_P(Int8Type, WithinTheActivationRoundingBoundOfTheExactProduct) {
     for (int64_t t = 0; t < 2; ++t)
       for (int64_t r = 0; r < 96; ++r) {
         double ref = 0.0, bound = 0.0;
-        for (int64_t b = 0; b < 1024 / 32; ++b) {
+        const int64_t group = 32 * activation_group_blocks(GetParam());  // values sharing a scale
+        for (int64_t b = 0; b < 1024 / group; ++b) {
           double amax = 0.0, wabs = 0.0;
-          for (int i = 0; i < 32; ++i) {
-            const int64_t c = 32 * b + i;
+          for (int64_t i = 0; i < group; ++i) {
+            const int64_t c = group * b + i;
             ref += static_cast<double>(p.w_deq[r * 1024 + c]) * p.x[t * 1024 + c];
             amax = std::max(amax, std::fabs(static_cast<double>(p.x[t * 1024 + c])));
             wabs += std::fabs(static_cast<double>(p.w_deq[r * 1024 + c]));
@@ -124,7 +126,9 @@ TEST_P(Int8Type, WithinTheActivationRoundingBoundOfTheExactProduct) {
         err2 += (y[t * 96 + r] - ref) * (y[t * 96 + r] - ref);
         ref2 += ref * ref;
       }
-    EXPECT_LT(std::sqrt(err2 / ref2), 0.01);  // typical error: well under 1% of the output scale
+    // Typical error: under 1% of the output scale where each 32 values have their own scale. The
+    // K-quants' activations share one per 256 values, so the outlier coarsens 8 blocks: 2.5%.
+    EXPECT_LT(std::sqrt(err2 / ref2), activation_group_blocks(GetParam()) == 1 ? 0.01 : 0.03);
   });
 }
 
