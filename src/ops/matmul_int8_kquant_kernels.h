@@ -79,9 +79,10 @@ float k45_row_dot(const uint8_t* w, const ActScales& act, const ActBlockQ8* x, i
         const int j = 2 * pair + half;
         __m256i code = nibbles[half];
         if constexpr (kHighBits) {
-          const __m256i bit = _mm256_set1_epi8(static_cast<char>(1 << j));
-          const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(qh, bit), bit);
-          code = _mm256_or_si256(code, _mm256_and_si256(set, _mm256_set1_epi8(0x10)));
+          // Bit j of each qh byte moved to bit 4 (16-bit shifts by at most 4 keep each byte's bit 4
+          // from the same byte), masked.
+          const __m256i moved = j < 4 ? _mm256_slli_epi16(qh, 4 - j) : _mm256_srli_epi16(qh, j - 4);
+          code = _mm256_or_si256(code, _mm256_and_si256(moved, _mm256_set1_epi8(0x10)));
         }
         // scale_j in every int16 lane: bytes 2j, 2j + 1 of each half.
         const __m256i scale = _mm256_shuffle_epi8(scales, _mm256_set1_epi16(static_cast<short>(0x0100 * (2 * j + 1) + 2 * j)));
