@@ -5,7 +5,8 @@
 // source runs unchanged on hosts without AVX-512. Written here instead: the two masked float
 // loads and stores that SIMDe 0.7.4 lacks; vdpbf16ps, whose SIMDe form adds a lane's two products
 // in the other order than the instruction; and the 256-bit vpdpbusd, whose SIMDe form (a long
-// shuffle sequence) made the integer products some thirty times slower than the avx2 variant's.
+// shuffle sequence) made the integer products some thirty times slower than the avx2 variant's,
+// and the 256-bit vpdpwssd likewise.
 #pragma once
 
 #include <cstring>
@@ -25,6 +26,10 @@ inline __m256i dpbusd_epi32(__m256i src, __m256i a, __m256i b) {
   const __m256i sums = _mm256_add_epi32(_mm256_madd_epi16(a_even, b_even), _mm256_madd_epi16(a_odd, b_odd));
   return _mm256_add_epi32(src, sums);
 }
+
+// _mm256_dpwssd_epi32: src plus, per 32-bit lane, the two products of a's and b's int16 values
+// (no saturation).
+inline __m256i dpwssd_epi32(__m256i src, __m256i a, __m256i b) { return _mm256_add_epi32(src, _mm256_madd_epi16(a, b)); }
 
 // _mm512_dpbf16_ps as the instruction computes it: lane j of src plus the product of a's and b's
 // odd bf16 values (2j + 1, the high halves of the 32-bit lanes), then plus that of the even ones,
@@ -69,6 +74,8 @@ inline void mask_storeu_ps(void* p, simde__mmask16 k, simde__m512 a) {
 
 #undef _mm256_dpbusd_epi32
 #define _mm256_dpbusd_epi32 mkv::avx512_emulation::dpbusd_epi32
+#undef _mm256_dpwssd_epi32
+#define _mm256_dpwssd_epi32 mkv::avx512_emulation::dpwssd_epi32
 #undef _mm512_dpbf16_ps
 #define _mm512_dpbf16_ps mkv::avx512_emulation::dpbf16_ps
 #define _mm512_maskz_loadu_ps mkv::avx512_emulation::maskz_loadu_ps

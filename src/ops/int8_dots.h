@@ -24,6 +24,15 @@ inline __m256i dot_u8_i32(__m256i w, __m256i x) {
   return _mm256_madd_epi16(_mm256_maddubs_epi16(w, x), _mm256_set1_epi16(1));
 #endif
 }
+// sum plus, per int32 lane i, a[2i]·b[2i] + a[2i+1]·b[2i+1] of the int16 lanes (exact while the
+// sums fit in 32 bits). AVX-512: one VNNI vpdpwssd; AVX2: vpmaddwd then vpaddd. Same integers.
+inline __m256i add_pair_products(__m256i sum, __m256i a, __m256i b) {
+#if MKV_SIMD >= 3
+  return _mm256_dpwssd_epi32(sum, a, b);
+#else
+  return _mm256_add_epi32(sum, _mm256_madd_epi16(a, b));
+#endif
+}
 // dot_u8_i32 as 8 floats (exact: the sums stay below 2^24).
 inline __m256 dot_u8(__m256i w, __m256i x) { return _mm256_cvtepi32_ps(dot_u8_i32(w, x)); }
 // Signed weight codes w times signed activation codes, lanes as dot_u8, given magnitude = |w|

@@ -2,13 +2,14 @@
 // vector is quantised once per product to 8-bit blocks of 32 (a float scale per block, as Q8_0
 // but with a float32 scale and the block's code sum; for K-quant weights one scale per 256
 // values, as llama.cpp's Q8_K), and each weight block meets it in an integer dot product (AVX2:
-// vpmaddubsw + vpmaddwd, AVX-512: VNNI vpdpbusd; the sign trick for signed x signed). This changes the numerics (activations carry ~0.4% relative rounding per
-// block), so it is a mode: matmul() uses it only in MatmulPrecision::Fast, for the weight types
-// it supports and batches of at most kInt8MaxTokens tokens (decode steps of up to that many
-// sequences, and prompt chunks that short), whose every token's products are computed on their
-// own, so a token's outputs do not depend on the batch. Longer batches (prefill) of Q8_0 and Q4_K
-// weights take an integer GEMM (matmul_int8_gemm_kernels.h), as llama.cpp's prefill does; those
-// of the other types keep the float GEMM.
+// vpmaddubsw + vpmaddwd, AVX-512: VNNI vpdpbusd; the sign trick for signed x signed). This changes
+// the numerics (activations carry ~0.4% relative rounding per block), so it is a mode: matmul()
+// uses it only in MatmulPrecision::Fast, for the weight types it supports and batches of at most
+// kInt8MaxTokens tokens (decode steps of up to that many sequences, and prompt chunks that short),
+// whose every token's products are computed on their own, so a token's outputs do not depend on
+// the batch. Longer batches (prefill) of Q8_0 and Q4_K weights take an integer GEMM
+// (matmul_int8_gemm_kernels.h), as llama.cpp's prefill does; those of the other types keep the
+// float GEMM.
 #pragma once
 
 #include <cstdint>

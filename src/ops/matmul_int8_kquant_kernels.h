@@ -12,8 +12,8 @@
 //                 nibble (q >= 2) of ql[64h + 32(q & 1) + l], high bits (qh[32h + l] >> 2q) & 3,
 //                 scale scales[8h + 2q + l/16], value = d·scale·(code6 − 32).
 // MKV_SIMD >= 2 sums codes × activation codes × scales exactly in integers (vpmaddubsw, then
-// vpmaddwd with the scales, on AVX2 and AVX-512 alike), the portable code in plain C++: they
-// differ only in float accumulation order.
+// the scales with vpmaddwd + vpaddd, or AVX-512 VNNI's vpdpwssd), the portable code in plain
+// C++: they differ only in float accumulation order (AVX2 and AVX-512 not at all).
 #pragma once
 
 #include "ops/block_decoders.h"
@@ -43,16 +43,15 @@ inline void prefetch_block(const uint8_t* w, std::size_t bytes) {
 
 #if MKV_SIMD >= 2
 
-using int8_dots::dot_s8;
-using int8_dots::dot_u8;
+using int8_dots::add_pair_products;
 using int8_dots::hsum;
 using int8_dots::load32;
 
 // Q4_K and Q5_K: sub-block j pairs with activation block j; its codes are nibble (j & 1) of the
 // 32 bytes qs[32(j/2) ..] (| the fifth bit for Q5_K). The activation blocks of a super-block share
 // one scale d_x (activation_group_blocks), so the super-block's products sum in integers: int16
-// pairs (vpmaddubsw: |2·31·127| < 2^15) times scale_j into int32 lanes (vpmaddwd: at most
-// 8·2·3937·63 < 2^22 per lane), then one float step d·d_x·Σ. The mins term Σ dmin·min_j·s_x is a
+// pairs (vpmaddubsw: |2·31·127| < 2^15) times scale_j into int32 lanes (add_pair_products: at
+// most 8·2·7874·63 < 2^23 per lane), then one float step d·d_x·Σ. The mins term Σ dmin·min_j·s_x is a
 // vector over j, from the blocks' s gathered into consecutive floats (act.s).
 template <bool kHighBits>
 float k45_row_dot(const uint8_t* w, const ActScales& act, const ActBlockQ8* x, int64_t n_super) {
@@ -86,7 +85,7 @@ float k45_row_dot(const uint8_t* w, const ActScales& act, const ActBlockQ8* x, i
         }
         // scale_j in every int16 lane: bytes 2j, 2j + 1 of each half.
         const __m256i scale = _mm256_shuffle_epi8(scales, _mm256_set1_epi16(static_cast<short>(0x0100 * (2 * j + 1) + 2 * j)));
-        sum = _mm256_add_epi32(sum, _mm256_madd_epi16(_mm256_maddubs_epi16(code, load32(x[j].q)), scale));
+        sum = add_pair_products(sum, _mm256_maddubs_epi16(code, load32(x[j].q)), scale);
       }
     }
     acc = _mm256_fmadd_ps(_mm256_set1_ps(fp16_at(w) * act.d[8 * s]), _mm256_cvtepi32_ps(sum), acc);
@@ -114,7 +113,7 @@ float q6k_row_dot(const uint8_t* w, const ActScales& act, const ActBlockQ8* x, i
                                            _mm_set1_epi16(static_cast<short>(0x0100 * (4 * q + 3) + 4 * q + 2))));
         const __m256i codes = decoders::q6k_signed_codes(w, h, q);
         const __m256i pairs = _mm256_maddubs_epi16(_mm256_sign_epi8(codes, codes), _mm256_sign_epi8(load32(x[k].q), codes));
-        sum = _mm256_add_epi32(sum, _mm256_madd_epi16(pairs, scale));
+        sum = add_pair_products(sum, pairs, scale);
       }
     }
     acc = _mm256_fmadd_ps(_mm256_set1_ps(fp16_at(w + 208) * act.d[8 * s]), _mm256_cvtepi32_ps(sum), acc);
