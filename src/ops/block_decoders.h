@@ -221,13 +221,17 @@ using Q4_K = KQuant4or5<false>;
 using Q5_K = KQuant4or5<true>;
 
 #if MKV_SIMD >= 2
-// code6 − 32 of the 32 values 128h + 32q .. +31 of a Q6_K block (layout below), as signed bytes.
-inline __m256i q6k_signed_codes(const uint8_t* block, int h, int q) {
+// code6 (0 .. 63) of the 32 values 128h + 32q .. +31 of a Q6_K block (layout below), as bytes.
+inline __m256i q6k_codes(const uint8_t* block, int h, int q) {
   const __m256i low_bytes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + 64 * h + 32 * (q & 1)));
   const __m256i high_bytes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + 128 + 32 * h));
   const __m256i low = _mm256_and_si256(q >= 2 ? _mm256_srli_epi16(low_bytes, 4) : low_bytes, _mm256_set1_epi8(0x0f));
   const __m256i high = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(high_bytes, 2 * q), _mm256_set1_epi8(3)), 4);
-  return _mm256_sub_epi8(_mm256_or_si256(low, high), _mm256_set1_epi8(32));
+  return _mm256_or_si256(low, high);
+}
+// code6 − 32 of the same values, as signed bytes.
+inline __m256i q6k_signed_codes(const uint8_t* block, int h, int q) {
+  return _mm256_sub_epi8(q6k_codes(block, h, q), _mm256_set1_epi8(32));
 }
 #endif
 

@@ -19,6 +19,8 @@ struct Int8Activations {
   const float* s = nullptr;            // (n_tokens, cols / 32): blocks[i].s, consecutive
   // Q8_0 prefill only, else null:
   const uint8_t* biased_codes = nullptr;  // (n_tokens, cols): the blocks' q + 128 as unsigned bytes
+  // Q6_K only, else null:
+  const int16_t* half_sums = nullptr;  // (n_tokens, cols / 16): Σ q over each 16 consecutive values
 };
 
 // The integer GEMM's rows per packed panel (two 8-lane vectors).

@@ -27,10 +27,12 @@ using decoders::k_scales_mins;
 using int8_dots::fp16_at;
 
 // The d and s fields of one token's activation blocks as consecutive floats (d[b] = x[b].d), which
-// the K-quant kernels read 8 at a time; the portable kernels read the blocks instead.
+// the K-quant kernels read 8 at a time, and the Q6_K half-block sums; the portable kernels read
+// the blocks instead.
 struct ActScales {
   const float* d;
   const float* s;
+  const int16_t* half_sums;  // Q6_K: Σ q over each 16 values (Int8Activations::half_sums), else null
 };
 
 constexpr std::size_t kQ4KBytes = decoders::Q4_K::kBlockBytes, kQ5KBytes = decoders::Q5_K::kBlockBytes,
@@ -94,14 +96,18 @@ float k45_row_dot(const uint8_t* w, const ActScales& act, const ActBlockQ8* x, i
 }
 
 // Q6_K: activation block k = 4h + q meets values 0-15 with scale 2k and 16-31 with scale 2k + 1,
-// the int16 halves of its vpmaddubsw pairs; integer sums over the super-block as Q4_K (at most
-// 8·2·(2·32·127)·128 < 2^25 per lane), one float step d·d_x·Σ.
+// the int16 halves of its vpmaddubsw pairs. The unsigned codes c (0 .. 63) go into vpmaddubsw
+// as they are (pairs at most 2·63·127 < 2^15), and the 32 of value = c − 32 comes off once per
+// super-block: 32·Σ_i scale_i·Σ q_x over the 16 values of scale i (act.half_sums). Integer sums
+// over the super-block as Q4_K (at most 8·2·16002·128 < 2^25 per lane), one float step d·d_x·Σ.
 float q6k_row_dot(const uint8_t* w, const ActScales& act, const ActBlockQ8* x, int64_t n_super) {
   __m256 acc = _mm256_setzero_ps();
   for (int64_t s = 0; s < n_super; ++s, w += kQ6KBytes, x += 8) {
     prefetch_block(w, kQ6KBytes);
     const __m256i scales = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w + 192)));
-    __m256i sum = _mm256_setzero_si256();
+    // Σ_i scale_i·(Σ q_x of the values of scale i), i = 0 .. 15, in pairs.
+    __m256i sum = _mm256_sub_epi32(_mm256_setzero_si256(),
+                                   _mm256_slli_epi32(_mm256_madd_epi16(scales, load32(act.half_sums + 16 * s)), 5));
     for (int h = 0; h < 2; ++h) {
       // Both 128-bit halves: scales 8h .. 8h + 7 as int16.
       const __m256i half_scales = _mm256_permute2x128_si256(scales, scales, h ? 0x11 : 0x00);
@@ -111,9 +117,7 @@ float q6k_row_dot(const uint8_t* w, const ActScales& act, const ActBlockQ8* x, i
         const __m256i scale = _mm256_shuffle_epi8(
             half_scales, _mm256_setr_m128i(_mm_set1_epi16(static_cast<short>(0x0100 * (4 * q + 1) + 4 * q)),
                                            _mm_set1_epi16(static_cast<short>(0x0100 * (4 * q + 3) + 4 * q + 2))));
-        const __m256i codes = decoders::q6k_signed_codes(w, h, q);
-        const __m256i pairs = _mm256_maddubs_epi16(_mm256_sign_epi8(codes, codes), _mm256_sign_epi8(load32(x[k].q), codes));
-        sum = add_pair_products(sum, pairs, scale);
+        sum = add_pair_products(sum, _mm256_maddubs_epi16(decoders::q6k_codes(w, h, q), load32(x[k].q)), scale);
       }
     }
     acc = _mm256_fmadd_ps(_mm256_set1_ps(fp16_at(w + 208) * act.d[8 * s]), _mm256_cvtepi32_ps(sum), acc);
