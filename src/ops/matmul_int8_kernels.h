@@ -189,7 +189,9 @@ template <Kind K>
 void run(const WeightMatrix& w, const Int8Activations& x, int64_t n_tokens, float* y) {
   const int64_t n_items = (w.rows + kInt8ItemRows - 1) / kInt8ItemRows;
   const bool parallel = n_items > 1 && w.rows * w.cols * n_tokens >= kInt8MinParallelMacs;
-#pragma omp parallel for schedule(dynamic, 1) if (parallel)
+  // Guided: each thread first takes a long run of consecutive rows (one weight stream for the
+  // hardware prefetcher), then ever shorter ones, so a late thread still gets its share.
+#pragma omp parallel for schedule(guided) if (parallel)
   for (int64_t i = 0; i < n_items; ++i)
     run_rows<K>(w, x, n_tokens, i * kInt8ItemRows, std::min(w.rows, (i + 1) * kInt8ItemRows), y);
 }
