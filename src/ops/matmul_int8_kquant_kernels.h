@@ -110,7 +110,8 @@ float q6k_row_dot(const uint8_t* w, const ActScales& act, const ActBlockQ8* x, i
                                    _mm256_slli_epi32(_mm256_madd_epi16(scales, load32(act.half_sums + 16 * s)), 5));
     for (int h = 0; h < 2; ++h) {
       // Both 128-bit halves: scales 8h .. 8h + 7 as int16.
-      const __m256i half_scales = _mm256_permute2x128_si256(scales, scales, h ? 0x11 : 0x00);
+      const __m256i half_scales = h ? _mm256_permute2x128_si256(scales, scales, 0x11)
+                                    : _mm256_permute2x128_si256(scales, scales, 0x00);
       for (int q = 0; q < 4; ++q) {
         const int k = 4 * h + q;
         // int16 lanes 0-7: scale 2k (bytes 4q, 4q + 1), lanes 8-15: scale 2k + 1.
