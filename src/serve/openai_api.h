@@ -80,6 +80,7 @@ struct CompletionOutcome {
   int64_t kv_bytes_held = 0;   // after the prompt was compressed
   int64_t kv_bytes_full = 0;   // the same prompt uncompressed
   std::string press;           // canonical spec, "full" without compression
+  bool cancelled = false;      // stopped because the client left
 };
 
 nlohmann::json usage_json(const CompletionOutcome& outcome);

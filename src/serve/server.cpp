@@ -18,6 +18,7 @@
 #include "core/error.h"
 #include "engine/generation.h"
 #include "engine/model_runner.h"
+#include "serve/client_connection.h"
 #include "serve/kv_admission.h"
 #include "serve/openai_api.h"
 #include "serve/web_page.h"
@@ -109,9 +110,9 @@ std::string http_error_message(const httplib::Request& req, int status) {
 
 // A POST route over the request's JSON body, read here (a content-reader route) so that its size is
 // capped when it comes chunked too: httplib 0.11.4 caps only a declared Content-Length.
-using BodyHandler = std::function<void(const std::string& body, httplib::Response& res)>;
+using BodyHandler = std::function<void(const httplib::Request& req, const std::string& body, httplib::Response& res)>;
 httplib::Server::HandlerWithContentReader body_route(std::size_t max_body_bytes, BodyHandler handler) {
-  return [max_body_bytes, handler = std::move(handler)](const httplib::Request&, httplib::Response& res,
+  return [max_body_bytes, handler = std::move(handler)](const httplib::Request& req, httplib::Response& res,
                                                          const httplib::ContentReader& read) {
     std::string body;
     bool too_large = false;
@@ -125,7 +126,7 @@ httplib::Server::HandlerWithContentReader body_route(std::size_t max_body_bytes,
     else if (!whole)
       send_error_and_close(res, ApiError(400, "invalid_request_error", kUnreadableBody));
     else
-      handler(body, res);
+      handler(req, body, res);
   };
 }
 
@@ -206,7 +207,7 @@ struct Server::State {
   KvCache empty_cache;                 // no rows: the size of a row and of a full cache
   std::atomic<uint64_t> request_count{0};
   // /metrics counters
-  std::atomic<int64_t> requests_total{0}, prompt_tokens_total{0}, completion_tokens_total{0};
+  std::atomic<int64_t> requests_total{0}, requests_cancelled_total{0}, prompt_tokens_total{0}, completion_tokens_total{0};
   std::atomic<int64_t> kv_bytes_held{0}, kv_bytes_full{0}, requests_processing{0};
   std::atomic<double> decode_seconds_total{0.0};
 
@@ -306,7 +307,9 @@ struct Server::State {
     out.prompt_tokens = g.prompt_tokens;
     out.completion_tokens = int64_t(g.tokens.size());
     out.finish_reason = g.stop == StopReason::MaxTokens || g.stop == StopReason::ContextFull ? "length" : "stop";
+    out.cancelled = g.stop == StopReason::Cancelled;
     requests_total += 1;
+    requests_cancelled_total += out.cancelled;
     prompt_tokens_total += out.prompt_tokens;
     completion_tokens_total += out.completion_tokens;
     kv_bytes_held = out.kv_bytes_held;
@@ -315,7 +318,10 @@ struct Server::State {
     return out;
   }
 
-  void completion(const std::string& body, httplib::Response& res, bool chat) {
+  // A request whose client left before its generation started: counted, not run.
+  void cancelled_before_start() { ++requests_cancelled_total; }
+
+  void completion(const httplib::Request& req, const std::string& body, httplib::Response& res, bool chat) {
     const CompletionRequest r = parse_completion_request(body, chat, std::random_device{}(), tokenizer.n_vocab());
     const PressConfig press = request_press(r, options.press, options.budget);
     auto sampler = std::make_shared<Sampler>([&] {
@@ -353,9 +359,15 @@ struct Server::State {
       const KvAdmission::Waiting waiting(admission);
       held = std::make_shared<FifoSlots::Turn>(slots);  // waits for the requests that came first
     }
+    // Checked before a generation starts and after each reply piece: a client that left while its
+    // request waited, or while it generated, stops it (requests_cancelled_total counts those).
+    const auto client = std::make_shared<const ClientConnection>(req);
     if (!r.stream) {
+      if (client->gone()) return cancelled_before_start();
       const GaugeHold processing(requests_processing);
-      const CompletionOutcome out = run(r, press_object.get(), tokens, *sampler, *reservation, {});
+      const CompletionOutcome out =
+          run(r, press_object.get(), tokens, *sampler, *reservation, [&](std::string_view) { return !client->gone(); });
+      if (out.cancelled) return;  // nobody to reply to
       send_json(res, 200, completion_response(r, out, id, created, model_name));
       return;
     }
@@ -364,18 +376,23 @@ struct Server::State {
     res.set_header("Cache-Control", "no-cache");
     res.set_chunked_content_provider(
         "text/event-stream",
-        [this, r, press_object, reservation, tokens, sampler, held, id, created, model_name](size_t,
-                                                                                             httplib::DataSink& sink) {
+        [this, r, press_object, reservation, tokens, sampler, held, id, created, model_name, client](
+            size_t, httplib::DataSink& sink) {
           auto event = [&](const json& body) {
             const std::string line = "data: " + dump(body) + "\n\n";
             return sink.is_writable() && sink.write(line.data(), line.size());
           };
+          if (client->gone()) {  // nobody to stream to: close
+            cancelled_before_start();
+            return false;
+          }
           {
             const GaugeHold processing(requests_processing);  // given back before the stream ends
             try {
               bool first = true, connected = true;
               const CompletionOutcome out = run(r, press_object.get(), tokens, *sampler, *reservation, [&](std::string_view piece) {
-                connected = event(stream_chunk(r, id, created, model_name, std::string(piece), first, std::nullopt));
+                connected = !client->gone() &&
+                            event(stream_chunk(r, id, created, model_name, std::string(piece), first, std::nullopt));
                 first = false;
                 return connected;
               });
@@ -401,7 +418,9 @@ struct Server::State {
     auto metric = [&](const char* name, const char* type, const char* help, double value) {
       out += fmt::format("# HELP momentkv:{} {}\n# TYPE momentkv:{} {}\nmomentkv:{} {}\n", name, help, name, type, name, value);
     };
-    metric("requests_total", "counter", "completed generation requests", double(requests_total));
+    metric("requests_total", "counter", "generations run (to their end, or until their client left)", double(requests_total));
+    metric("requests_cancelled_total", "counter",
+           "generation requests stopped (or never started) because their client left", double(requests_cancelled_total));
     metric("prompt_tokens_total", "counter", "prompt tokens processed", double(prompt_tokens_total));
     metric("tokens_predicted_total", "counter", "tokens generated", double(completion_tokens_total));
     metric("tokens_predicted_seconds_total", "counter", "seconds spent generating", decode_seconds_total.load());
@@ -486,20 +505,18 @@ Server::Server(Transformer& model, const Tokenizer& tokenizer, ServerOptions opt
                                                 {"kv_press", s.options.press.spec()}}}}})}});
   });
   const std::size_t max_body = s.options.max_body_bytes;
-  http.Post("/v1/completions", body_route(max_body, [&s](const std::string& body, httplib::Response& res) {
-              s.completion(body, res, false);
-            }));
-  http.Post("/v1/chat/completions", body_route(max_body, [&s](const std::string& body, httplib::Response& res) {
-              s.completion(body, res, true);
-            }));
-  http.Post("/tokenize", body_route(max_body, [&s](const std::string& text, httplib::Response& res) {
+  http.Post("/v1/completions", body_route(max_body, [&s](const httplib::Request& req, const std::string& body,
+                                                         httplib::Response& res) { s.completion(req, body, res, false); }));
+  http.Post("/v1/chat/completions", body_route(max_body, [&s](const httplib::Request& req, const std::string& body,
+                                                              httplib::Response& res) { s.completion(req, body, res, true); }));
+  http.Post("/tokenize", body_route(max_body, [&s](const httplib::Request&, const std::string& text, httplib::Response& res) {
     const json body = json::parse(text, nullptr, /*allow_exceptions=*/false);
     if (!body.is_object() || !body.contains("content") || !body["content"].is_string())
       throw ApiError(400, "invalid_request_error", "the body must be {\"content\": \"text\"}", "content");
     const bool add_special = body.contains("add_special") && body["add_special"].is_boolean() && body["add_special"].get<bool>();
     send_json(res, 200, {{"tokens", s.tokenizer.encode(body["content"].get<std::string>(), add_special, true)}});
   }));
-  http.Post("/detokenize", body_route(max_body, [&s](const std::string& text, httplib::Response& res) {
+  http.Post("/detokenize", body_route(max_body, [&s](const httplib::Request&, const std::string& text, httplib::Response& res) {
     const json body = json::parse(text, nullptr, /*allow_exceptions=*/false);
     if (!body.is_object() || !body.contains("tokens") || !body["tokens"].is_array())
       throw ApiError(400, "invalid_request_error", "the body must be {\"tokens\": [ids]}", "tokens");

@@ -733,6 +733,53 @@ TEST_F(Serve, ADisconnectedStreamFreesTheSlot) {
   EXPECT_LT(generated, 200) << "tokens generated for the abandoned stream and the next request";
 }
 
+// Polls the metric until it reaches `at_least` or `seconds` pass; returns its last value.
+double await_metric(httplib::Client& c, const std::string& name, double at_least, double seconds = 30) {
+  const auto start = std::chrono::steady_clock::now();
+  double value = metric(c, name);
+  while (value < at_least && std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() < seconds) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    value = metric(c, name);
+  }
+  return value;
+}
+
+// A non-streaming reply is written only at its end, so only the server's look at the socket can
+// notice that its client left: the generation stops there instead of running to the context's end
+// (~2K tokens). A request whose client left before its generation began does not run.
+TEST_F(Serve, AClientThatLeavesStopsANonStreamingGeneration) {
+  auto c = client();
+  const double generated_before = metric(c, "tokens_predicted_total");
+  const double cancelled_before = metric(c, "requests_cancelled_total");
+  const std::string body =
+      json({{"prompt", "Once upon a time"}, {"ignore_eos", true}, {"temperature", 0}}).dump();
+  const std::string request = fmt::format(
+      "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{}",
+      body.size(), body);
+  // The client waits 50 ms for a reply that takes ~2K tokens, then closes the connection.
+  const RawReply left = raw_exchange(server_->port(), request, 0.05);
+  EXPECT_EQ(left.text, "");
+  EXPECT_EQ(await_metric(c, "requests_cancelled_total", cancelled_before + 1), cancelled_before + 1);
+  const double generated = metric(c, "tokens_predicted_total") - generated_before;
+  EXPECT_LT(generated, 1500) << "tokens generated for a client that left after 50 ms";
+  EXPECT_EQ(metric(c, "requests_processing"), 0);
+
+  // Sent and closed at once: stopped at once, or never started.
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(uint16_t(server_->port()));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  ASSERT_EQ(::send(fd, request.data(), request.size(), MSG_NOSIGNAL), ssize_t(request.size()));
+  ::close(fd);
+  const double generated_then = metric(c, "tokens_predicted_total");
+  EXPECT_EQ(await_metric(c, "requests_cancelled_total", cancelled_before + 2), cancelled_before + 2);
+  EXPECT_LT(metric(c, "tokens_predicted_total") - generated_then, 1500);
+  // The server still answers on a new connection.
+  EXPECT_EQ(post(c, "/v1/completions", {{"prompt", "Tom"}, {"max_tokens", 2}})["usage"]["completion_tokens"], 2);
+}
+
 TEST(ServeOptions, ApiKeyChatTemplateAndShutdown) {
   test::ServerProcess server({"-m", test::trained_model_path(), "--chat-template", "chatml"},
                              {"MOMENTKV_API_KEY=sekret"});
