@@ -23,7 +23,7 @@ struct ModelOptions {
   int threads = 0;             // -t; 0 = one per core
   int ubatch = 512;            // -ub
   int ctx = 0;                 // -c; 0 = the model's context length
-  std::string cache_type = "f32";  // -ctk/-ctv: f32 | f16
+  std::string cache_type = "f32";  // -ctk/-ctv: f32 | f16 (generate and serve: f16, llama.cpp's default)
   bool no_mmap = false;            // --no-mmap: read the model into huge-page memory
   std::string precision;           // --precision exact | fast (--fast); empty = $MOMENTKV_PRECISION, else the below
   // The command's precision when neither --precision nor $MOMENTKV_PRECISION is given: "fast" for
@@ -181,7 +181,7 @@ struct BenchOptions {
   std::string output = "md";         // -o md|json|csv
   std::vector<PressConfig> presses;  // --press SPEC (repeatable) with --kv-budget L: tg at depth > 0 also with it
   int ubatch = 512;                  // -ub
-  std::string cache_type = "f32";    // -ctk/-ctv
+  std::string cache_type = "f16";    // -ctk/-ctv (llama-bench's default)
   std::string precision;             // --precision exact|fast (--fast); empty = $MOMENTKV_PRECISION, else fast
   bool mlock = false;                // --mlock
   bool no_mmap = false;              // --no-mmap: read the model into huge-page memory

@@ -193,6 +193,7 @@ int main(int argc, char** argv) {
 
   GenerateOptions gen;
   gen.model.default_precision = "fast";
+  gen.model.cache_type = "f16";  // llama.cpp's default, like the precision
   auto* generate = app.add_subcommand("generate", "generate text from a prompt (llama.cpp flags)");
   add_model_flags(*generate, gen.model);
   generate->add_option("-p,--prompt", gen.prompt, "prompt text");
@@ -330,6 +331,7 @@ int main(int argc, char** argv) {
   eval_longbench->add_option("--max-length", elb.max_length, "prompt tokens after middle truncation (0 = context − generation length)");
   ServeOptions srv;
   srv.model.default_precision = "fast";
+  srv.model.cache_type = "f16";
   PressFlags serve_press;
   auto* serve_cmd = app.add_subcommand("serve", "OpenAI-compatible HTTP server: /v1/completions, /v1/chat/completions, "
                                                 "per-request kv_press / kv_budget (llama-server flags)");

@@ -88,7 +88,8 @@ def test_greedy_session_equals_generate(press, needle_model, prompt_ids):
 
 def test_bytes_held_equal_cli(cli, compressed, prompt_ids):
     r = subprocess.run([cli, "generate", "-m", str(NEEDLE_MODEL), "-f", str(NEEDLE_PROMPT), "-n", "1", "--temp", "0",
-                        "--press", "momentkv:alloc=uniform", "--kv-budget", str(BUDGET)],
+                        "--press", "momentkv:alloc=uniform", "--kv-budget", str(BUDGET),
+                        "-ctk", "f32"],  # the Python session's cache type (generate's default is f16)
                        check=True, capture_output=True, text=True)
     held = re.search(r"kv cache after the prompt: (\d+) bytes held", r.stderr)
     assert held, r.stderr
