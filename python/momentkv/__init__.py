@@ -115,15 +115,21 @@ def _stream(pieces):
 class Model:
     """A GGUF model loaded for inference.
 
-    Model(path, threads=None, ctx=0, precision="exact"): threads None or 0 uses every hardware
+    Model(path, threads=None, ctx=0, precision="exact", cache_type="f32"): threads None or 0 uses every hardware
     thread; ctx 0 is the model's context length; precision "exact" or "fast" (8-bit activations
     for decode-sized products of quantised weights, fp16 ones for F16 weights' decode, bf16 ones
-    for every product of BF16 weights, as `momentkv --precision fast`). The thread count and precision
-    are applied whenever this model computes.
+    for every product of BF16 weights, as `momentkv --precision fast`); cache_type "f32" or "f16"
+    stores the keys and values of this model's sessions as float32 or fp16 (`-ctk/-ctv`; the CLI's
+    generate, serve and bench default to f16). The thread count and precision are applied whenever
+    this model computes.
     """
 
-    def __init__(self, path, threads=None, ctx=0, precision="exact"):
-        self._m = _momentkv.Model(os.fspath(path), threads, ctx, precision)
+    def __init__(self, path, threads=None, ctx=0, precision="exact", cache_type="f32"):
+        self._m = _momentkv.Model(os.fspath(path), threads, ctx, precision, cache_type)
+
+    @property
+    def cache_type(self):
+        return self._m.cache_type
 
     @property
     def n_vocab(self):

@@ -247,6 +247,12 @@ mkv::MatmulPrecision parse_precision(const std::string& p) {
   throw py::value_error("precision must be \"exact\" or \"fast\", got \"" + p + "\"");
 }
 
+mkv::KvStorage parse_cache_type(const std::string& t) {
+  if (t == "f32") return mkv::KvStorage::F32;
+  if (t == "f16") return mkv::KvStorage::F16;
+  throw py::value_error("cache_type must be \"f32\" or \"f16\", got \"" + t + "\"");
+}
+
 // ---- Press specs with budgets, in Python's words -------------------------------------------------
 //
 // The engine's budget rules (PressConfig), with every message naming the Python arguments
@@ -548,12 +554,18 @@ struct Model {
   int threads = 0;
   int ctx = 0;
   mkv::MatmulPrecision precision = mkv::MatmulPrecision::Exact;
+  mkv::KvStorage kv_storage = mkv::KvStorage::F32;  // of every session's cache (-ctk/-ctv)
   std::unique_ptr<mkv::GgufFile> file;  // outlives the transformer, which views its weights
   std::unique_ptr<mkv::Transformer> transformer;
   std::unique_ptr<mkv::Tokenizer> tokenizer;
 
-  Model(const std::string& model_path, std::optional<int> n_threads, int n_ctx, const std::string& prec)
-      : path(model_path), threads(n_threads.value_or(0)), ctx(n_ctx), precision(parse_precision(prec)) {
+  Model(const std::string& model_path, std::optional<int> n_threads, int n_ctx, const std::string& prec,
+        const std::string& cache_type)
+      : path(model_path),
+        threads(n_threads.value_or(0)),
+        ctx(n_ctx),
+        precision(parse_precision(prec)),
+        kv_storage(parse_cache_type(cache_type)) {
     if (threads < 0) throw py::value_error("threads must be >= 0 (0 or None: every hardware thread)");
     if (threads > mkv::max_thread_count())
       throw py::value_error("threads=" + std::to_string(threads) + " is above the limit of " +
@@ -585,6 +597,7 @@ struct Model {
     so.ubatch = kUbatch;
     so.n_ctx = ctx;
     so.press = press;
+    so.kv_storage = kv_storage;
     return so;
   }
 
@@ -1268,8 +1281,11 @@ PYBIND11_MODULE(_momentkv, m) {
       .def_property_readonly("cache", [](py::object self) { return PyCache{self}; });
 
   py::class_<Model>(m, "Model")
-      .def(py::init<const std::string&, std::optional<int>, int, const std::string&>(), py::arg("path"),
-           py::arg("threads") = py::none(), py::arg("ctx") = 0, py::arg("precision") = "exact")
+      .def(py::init<const std::string&, std::optional<int>, int, const std::string&, const std::string&>(),
+           py::arg("path"), py::arg("threads") = py::none(), py::arg("ctx") = 0, py::arg("precision") = "exact",
+           py::arg("cache_type") = "f32")
+      .def_property_readonly("cache_type",
+                             [](const Model& m) { return m.kv_storage == mkv::KvStorage::F16 ? "f16" : "f32"; })
       .def_property_readonly("n_vocab", &Model::n_vocab)
       .def_property_readonly("n_ctx", &Model::n_ctx)
       .def_readonly("path", &Model::path)

@@ -101,6 +101,31 @@ def test_bytes_held_equal_cli(cli, compressed, prompt_ids):
     assert c.bytes_held == c.total_rows * c.row_bytes + c.moment_bytes
 
 
+def test_fp16_cache_holds_what_the_cli_default_holds(cli, prompt_ids):
+    model = momentkv.Model(NEEDLE_MODEL, cache_type="f16")
+    assert model.cache_type == "f16" and momentkv.Model(NEEDLE_MODEL).cache_type == "f32"
+    s = model.session(press="momentkv:alloc=uniform", kv_budget=BUDGET)
+    s.prefill(prompt_ids)
+    r = subprocess.run([cli, "generate", "-m", str(NEEDLE_MODEL), "-f", str(NEEDLE_PROMPT), "-n", "1", "--temp", "0",
+                        "--press", "momentkv:alloc=uniform", "--kv-budget", str(BUDGET)],  # generate's f16 default
+                       check=True, capture_output=True, text=True)
+    held = re.search(r"kv cache after the prompt: (\d+) bytes held", r.stderr)
+    assert held, r.stderr
+    c = s.cache
+    assert c.bytes_held == int(held.group(1))
+    assert c.bytes_held == c.total_rows * c.row_bytes + c.moment_bytes
+    # A key and a value of head_dim fp16 values and a 4-byte position per row.
+    assert c.row_bytes == 2 * (c.head(0, 0).keys.shape[1] + c.head(0, 0).values.shape[1]) + 4
+    keys = c.head(0, 0).keys  # decoded to float32 (a copy), every value an fp16 one
+    assert keys.dtype == np.float32 and keys.shape == (BUDGET, keys.shape[1])
+    assert np.array_equal(keys, keys.astype(np.float16).astype(np.float32))
+
+
+def test_a_bad_cache_type_names_the_choices():
+    with pytest.raises(ValueError, match='cache_type must be "f32" or "f16", got "q8_0"'):
+        momentkv.Model(NEEDLE_MODEL, cache_type="q8_0")
+
+
 def test_kept_rows_equal_the_full_cache(full, compressed, prompt_ids):
     fc, cc = full.cache, compressed.cache
     assert (fc.n_layers, fc.n_kv_heads) == (cc.n_layers, cc.n_kv_heads)
