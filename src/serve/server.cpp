@@ -8,12 +8,14 @@
 
 #include <atomic>
 #include <charconv>
-#include <condition_variable>
 #include <chrono>
+#include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <random>
+#include <set>
 
 #include "core/error.h"
 #include "engine/generation.h"
@@ -151,23 +153,38 @@ class HttpServer : public httplib::Server {
 };
 
 // The slots: `count` sequences at a time, granted in arrival order (a plain semaphore lets a late
-// request overtake waiting ones again and again). Holding a Turn holds a slot.
+// request overtake waiting ones again and again). Holding a granted Turn holds a slot.
 class FifoSlots {
  public:
   explicit FifoSlots(int count) : free_(count) {}
 
   class Turn {
    public:
-    explicit Turn(FifoSlots& slots) : slots_(slots) {
+    // Waits for a slot. `abandon`, asked every kAbandonPoll while waiting, gives up the place in
+    // the line when it returns true (the client left): the Turn is then not granted, and the
+    // requests behind move up.
+    Turn(FifoSlots& slots, const std::function<bool()>& abandon) : slots_(slots) {
       std::unique_lock lock(slots_.mutex_);
       const uint64_t ticket = slots_.next_ticket_++;
-      slots_.changed_.wait(lock, [&] { return slots_.admitted_ == ticket && slots_.free_ > 0; });
+      auto ready = [&] { return slots_.admitted_ == ticket && slots_.free_ > 0; };
+      while (!ready()) {
+        slots_.changed_.wait_for(lock, kAbandonPoll);
+        if (ready() || !abandon()) continue;
+        slots_.abandoned_.insert(ticket);
+        slots_.skip_abandoned();
+        lock.unlock();
+        slots_.changed_.notify_all();
+        return;
+      }
       ++slots_.admitted_;
+      slots_.skip_abandoned();
       --slots_.free_;
+      granted_ = true;
       lock.unlock();
       slots_.changed_.notify_all();  // the next ticket may take another free slot
     }
     ~Turn() {
+      if (!granted_) return;
       {
         std::lock_guard lock(slots_.mutex_);
         ++slots_.free_;
@@ -177,8 +194,12 @@ class FifoSlots {
     Turn(const Turn&) = delete;
     Turn& operator=(const Turn&) = delete;
 
+    bool granted() const { return granted_; }
+
    private:
+    static constexpr std::chrono::milliseconds kAbandonPoll{50};
     FifoSlots& slots_;
+    bool granted_ = false;
   };
 
   int busy(int count) const {
@@ -187,11 +208,17 @@ class FifoSlots {
   }
 
  private:
+  // Moves admitted_ past the tickets whose requests left the line (mutex_ held).
+  void skip_abandoned() {
+    while (abandoned_.erase(admitted_) > 0) ++admitted_;
+  }
+
   mutable std::mutex mutex_;
   std::condition_variable changed_;
-  int free_;                  // slots not held
-  uint64_t next_ticket_ = 0;  // the ticket the next request draws
-  uint64_t admitted_ = 0;     // tickets that got a slot (in order)
+  int free_;                      // slots not held
+  uint64_t next_ticket_ = 0;      // the ticket the next request draws
+  uint64_t admitted_ = 0;         // tickets served, in order: granted a slot or abandoned
+  std::set<uint64_t> abandoned_;  // tickets after admitted_ whose requests left the line
 };
 
 }  // namespace
@@ -354,14 +381,16 @@ struct Server::State {
                      fmt::format("the server is busy: {} requests are waiting (--queue {}); retry later",
                                  admission.waiting(), options.max_waiting));
     }
+    // Checked while the request waits for a slot, before its generation starts and after each
+    // reply piece: a client that left stops it (requests_cancelled_total counts those).
+    const auto client = std::make_shared<const ClientConnection>(req);
     std::shared_ptr<FifoSlots::Turn> held;
     {
       const KvAdmission::Waiting waiting(admission);
-      held = std::make_shared<FifoSlots::Turn>(slots);  // waits for the requests that came first
+      // Waits for the requests that came first.
+      held = std::make_shared<FifoSlots::Turn>(slots, [&client] { return client->gone(); });
     }
-    // Checked before a generation starts and after each reply piece: a client that left while its
-    // request waited, or while it generated, stops it (requests_cancelled_total counts those).
-    const auto client = std::make_shared<const ClientConnection>(req);
+    if (!held->granted()) return cancelled_before_start();
     if (!r.stream) {
       if (client->gone()) return cancelled_before_start();
       const GaugeHold processing(requests_processing);

@@ -780,6 +780,30 @@ TEST_F(Serve, AClientThatLeavesStopsANonStreamingGeneration) {
   EXPECT_EQ(post(c, "/v1/completions", {{"prompt", "Tom"}, {"max_tokens", 2}})["usage"]["completion_tokens"], 2);
 }
 
+// With one slot, a request waiting behind another whose client leaves gives up its place while it
+// waits: counted as cancelled while the request ahead still generates, and never run.
+TEST_F(Serve, AClientThatLeavesTheLineGivesUpItsPlace) {
+  auto c = client();
+  const double cancelled_before = metric(c, "requests_cancelled_total");
+  const double runs_before = metric(c, "requests_total");
+  const json to_the_end = {{"prompt", "Once upon a time"}, {"ignore_eos", true}, {"temperature", 0}};
+  std::thread ahead([&] {  // runs to the context's end: ~2K tokens
+    auto own = client();
+    EXPECT_EQ(post(own, "/v1/completions", to_the_end)["choices"][0]["finish_reason"], "length");
+  });
+  ASSERT_EQ(await_metric(c, "requests_processing", 1), 1);
+  const std::string body = to_the_end.dump();
+  const RawReply left = raw_exchange(
+      server_->port(),
+      fmt::format("POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\n\r\n{}", body.size(), body), 0.05);
+  EXPECT_EQ(left.text, "");  // it waited behind the first
+  EXPECT_EQ(await_metric(c, "requests_cancelled_total", cancelled_before + 1), cancelled_before + 1);
+  EXPECT_EQ(metric(c, "requests_processing"), 1) << "the first request should still be generating";
+  ahead.join();
+  EXPECT_EQ(metric(c, "requests_total"), runs_before + 1) << "the request that left the line ran";
+  EXPECT_EQ(metric(c, "requests_deferred"), 0);
+}
+
 TEST(ServeOptions, ApiKeyChatTemplateAndShutdown) {
   test::ServerProcess server({"-m", test::trained_model_path(), "--chat-template", "chatml"},
                              {"MOMENTKV_API_KEY=sekret"});
