@@ -49,7 +49,8 @@ KvAdmission::Waiting::~Waiting() {
 }
 
 std::unique_ptr<KvAdmission::Reservation> KvAdmission::reserve(std::size_t bytes, Refusal& refusal,
-                                                               std::size_t prefill_bytes) {
+                                                               std::size_t prefill_bytes,
+                                                               const std::function<bool()>& abandon) {
   std::unique_lock lock(mutex_);
   refusal = Refusal::None;
   if (capacity_ > 0 && bytes + prefill_bytes > capacity_) {
@@ -61,12 +62,19 @@ std::unique_ptr<KvAdmission::Reservation> KvAdmission::reserve(std::size_t bytes
     return nullptr;
   }
   ++waiting_;
-  const uint64_t ticket = next_ticket_++;
-  changed_.wait(lock, [&] {
-    return admitted_ == ticket && (capacity_ == 0 || reserved_ + bytes + std::max(headroom(), prefill_bytes) <= capacity_);
-  });
-  ++admitted_;
+  const uint64_t ticket = line_.join();
+  const bool admitted = wait_unless_abandoned(changed_, lock, [&] {
+    return line_.first(ticket) && (capacity_ == 0 || reserved_ + bytes + std::max(headroom(), prefill_bytes) <= capacity_);
+  }, abandon);
   --waiting_;
+  if (!admitted) {
+    line_.leave(ticket);
+    refusal = Refusal::Abandoned;
+    lock.unlock();
+    changed_.notify_all();  // the tickets behind moved up
+    return nullptr;
+  }
+  line_.serve();
   reserved_ += bytes;
   if (prefill_bytes > 0) pending_prefills_.insert(prefill_bytes);
   lock.unlock();

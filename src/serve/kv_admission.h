@@ -14,9 +14,12 @@
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <set>
+
+#include "serve/ticket_line.h"
 
 namespace mkv::serve {
 
@@ -50,13 +53,15 @@ class KvAdmission {
     bool prefilling_ = false;    // between begin_prefill and end_prefill
   };
 
-  enum class Refusal { None, TooLarge, QueueFull };
+  enum class Refusal { None, TooLarge, QueueFull, Abandoned };
   // Why reserve(bytes, prefill_bytes) would be refused at once (checked and counted under the same
   // lock as the wait, so a refusal is final): TooLarge when bytes + prefill_bytes exceed the cap,
   // QueueFull when max_waiting requests wait already. Otherwise waits for its turn and room (the
   // steady parts, plus the prefill headroom with this request's prefill_bytes, under the cap),
-  // and returns the reservation.
-  std::unique_ptr<Reservation> reserve(std::size_t bytes, Refusal& refusal, std::size_t prefill_bytes = 0);
+  // and returns the reservation. `abandon`, when given, is asked every 50 ms while waiting: true
+  // leaves the line (refusal Abandoned, nullptr; the client left).
+  std::unique_ptr<Reservation> reserve(std::size_t bytes, Refusal& refusal, std::size_t prefill_bytes = 0,
+                                       const std::function<bool()>& abandon = {});
 
   // Marks a request as waiting for something else too (a slot), for the queue bound.
   class Waiting {
@@ -88,8 +93,7 @@ class KvAdmission {
   uint64_t next_prefill_ = 0;  // the prefill turn the next begin_prefill draws
   uint64_t prefill_turn_ = 0;  // the prefill turn that may run
   int waiting_ = 0;           // requests waiting for memory or a slot
-  uint64_t next_ticket_ = 0;  // the ticket the next request draws
-  uint64_t admitted_ = 0;     // tickets admitted so far (in order)
+  TicketLine line_;           // the requests waiting for memory
 };
 
 }  // namespace mkv::serve

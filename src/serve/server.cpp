@@ -15,7 +15,6 @@
 #include <mutex>
 #include <optional>
 #include <random>
-#include <set>
 
 #include "core/error.h"
 #include "engine/generation.h"
@@ -23,6 +22,7 @@
 #include "serve/client_connection.h"
 #include "serve/kv_admission.h"
 #include "serve/openai_api.h"
+#include "serve/ticket_line.h"
 #include "serve/web_page.h"
 
 namespace mkv::serve {
@@ -160,28 +160,22 @@ class FifoSlots {
 
   class Turn {
    public:
-    // Waits for a slot. `abandon`, asked every kAbandonPoll while waiting, gives up the place in
-    // the line when it returns true (the client left): the Turn is then not granted, and the
-    // requests behind move up.
+    // Waits for a slot. `abandon`, asked every 50 ms while waiting, gives up the place in the
+    // line when it returns true (the client left): the Turn is then not granted, and the requests
+    // behind move up.
     Turn(FifoSlots& slots, const std::function<bool()>& abandon) : slots_(slots) {
       std::unique_lock lock(slots_.mutex_);
-      const uint64_t ticket = slots_.next_ticket_++;
-      auto ready = [&] { return slots_.admitted_ == ticket && slots_.free_ > 0; };
-      while (!ready()) {
-        slots_.changed_.wait_for(lock, kAbandonPoll);
-        if (ready() || !abandon()) continue;
-        slots_.abandoned_.insert(ticket);
-        slots_.skip_abandoned();
-        lock.unlock();
-        slots_.changed_.notify_all();
-        return;
+      const uint64_t ticket = slots_.line_.join();
+      granted_ = wait_unless_abandoned(
+          slots_.changed_, lock, [&] { return slots_.line_.first(ticket) && slots_.free_ > 0; }, abandon);
+      if (granted_) {
+        slots_.line_.serve();
+        --slots_.free_;
+      } else {
+        slots_.line_.leave(ticket);
       }
-      ++slots_.admitted_;
-      slots_.skip_abandoned();
-      --slots_.free_;
-      granted_ = true;
       lock.unlock();
-      slots_.changed_.notify_all();  // the next ticket may take another free slot
+      slots_.changed_.notify_all();  // the next ticket may take another free slot, or move up
     }
     ~Turn() {
       if (!granted_) return;
@@ -197,7 +191,6 @@ class FifoSlots {
     bool granted() const { return granted_; }
 
    private:
-    static constexpr std::chrono::milliseconds kAbandonPoll{50};
     FifoSlots& slots_;
     bool granted_ = false;
   };
@@ -208,17 +201,10 @@ class FifoSlots {
   }
 
  private:
-  // Moves admitted_ past the tickets whose requests left the line (mutex_ held).
-  void skip_abandoned() {
-    while (abandoned_.erase(admitted_) > 0) ++admitted_;
-  }
-
   mutable std::mutex mutex_;
   std::condition_variable changed_;
-  int free_;                      // slots not held
-  uint64_t next_ticket_ = 0;      // the ticket the next request draws
-  uint64_t admitted_ = 0;         // tickets served, in order: granted a slot or abandoned
-  std::set<uint64_t> abandoned_;  // tickets after admitted_ whose requests left the line
+  int free_;          // slots not held
+  TicketLine line_;   // the requests waiting for a slot (mutex_ held)
 };
 
 }  // namespace
@@ -365,9 +351,14 @@ struct Server::State {
     const std::shared_ptr<Press> press_object(press.is_full() ? nullptr : press.make().release());
     const KvNeed need = kv_need(r, press_object.get(), press, int64_t(tokens.size()));
     const std::size_t peak = need.steady + need.prefill;
+    // Checked while the request waits for memory or a slot, before its generation starts and after
+    // each reply piece: a client that left stops it (requests_cancelled_total counts those).
+    const auto client = std::make_shared<const ClientConnection>(req);
+    const auto client_gone = [&client] { return client->gone(); };
     KvAdmission::Refusal refusal = KvAdmission::Refusal::None;
     std::shared_ptr<KvAdmission::Reservation> reservation =
-        admission.reserve(need.steady, refusal, need.prefill);  // in arrival order
+        admission.reserve(need.steady, refusal, need.prefill, client_gone);  // in arrival order
+    if (refusal == KvAdmission::Refusal::Abandoned) return cancelled_before_start();
     if (refusal == KvAdmission::Refusal::TooLarge)
       throw ApiError(400, "invalid_request_error",
                      fmt::format("this request needs up to {:.1f} MiB of KV cache ({} prompt tokens, up to {} generated, "
@@ -381,14 +372,11 @@ struct Server::State {
                      fmt::format("the server is busy: {} requests are waiting (--queue {}); retry later",
                                  admission.waiting(), options.max_waiting));
     }
-    // Checked while the request waits for a slot, before its generation starts and after each
-    // reply piece: a client that left stops it (requests_cancelled_total counts those).
-    const auto client = std::make_shared<const ClientConnection>(req);
     std::shared_ptr<FifoSlots::Turn> held;
     {
       const KvAdmission::Waiting waiting(admission);
       // Waits for the requests that came first.
-      held = std::make_shared<FifoSlots::Turn>(slots, [&client] { return client->gone(); });
+      held = std::make_shared<FifoSlots::Turn>(slots, client_gone);
     }
     if (!held->granted()) return cancelled_before_start();
     if (!r.stream) {

@@ -69,6 +69,42 @@ TEST(KvAdmission, ShrinkingAdmitsWaitersInArrivalOrder) {
   EXPECT_EQ(admission.reserved(), 0u);
 }
 
+// A waiting request whose client leaves gives up its place: the one behind it moves up and is
+// admitted as soon as it fits, and the abandoned one reserves nothing.
+TEST(KvAdmission, AnAbandonedWaiterLeavesTheLine) {
+  KvAdmission admission(100, 8);
+  KvAdmission::Refusal refusal;
+  auto big = admission.reserve(90, refusal);
+  std::atomic<bool> client_left{false};
+  KvAdmission::Refusal abandoned_refusal = KvAdmission::Refusal::None;
+  std::thread first([&] {  // 50 bytes: waits for room, then its client leaves
+    auto r = admission.reserve(50, abandoned_refusal, 0, [&] { return client_left.load(); });
+    EXPECT_EQ(r, nullptr);
+  });
+  while (admission.waiting() < 1) std::this_thread::sleep_for(1ms);
+  std::unique_ptr<KvAdmission::Reservation> second_held;
+  std::atomic<bool> second_admitted{false};
+  std::thread second([&] {  // 10 bytes, behind the 50: fits, but waits for its turn
+    KvAdmission::Refusal r;
+    second_held = admission.reserve(10, r, 0, [] { return false; });
+    second_admitted = true;
+  });
+  while (admission.waiting() < 2) std::this_thread::sleep_for(1ms);
+  std::this_thread::sleep_for(120ms);
+  EXPECT_FALSE(second_admitted.load()) << "a later request overtook an earlier one";
+  client_left = true;
+  first.join();
+  EXPECT_EQ(abandoned_refusal, KvAdmission::Refusal::Abandoned);
+  second.join();  // moved up and fits beside the 90
+  EXPECT_TRUE(second_admitted.load());
+  EXPECT_EQ(admission.reserved(), 100u);
+  EXPECT_EQ(admission.waiting(), 0);
+  // Later requests are served in order too: the line did not stall at the abandoned ticket.
+  second_held.reset();
+  big.reset();
+  EXPECT_NE(admission.reserve(100, refusal), nullptr);
+}
+
 // Compressed requests: 20 steady bytes each, 50 more while their prompt is read. A cap of 100
 // holds three of them beside one prefill headroom (reserving each peak of 70 would hold one), and
 // their prefills take turns.
