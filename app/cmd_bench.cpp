@@ -18,6 +18,7 @@
 #include "core/int_list.h"
 #include "core/threading.h"
 #include "engine/bench.h"
+#include "kv/kv_cache.h"
 #include "kv/press_registry.h"
 #include "ops/bandwidth_probe.h"
 #include "ops/cpu_features.h"
@@ -294,7 +295,7 @@ int run_bench_command(const BenchOptions& options) {
             o.output);
   MKV_CHECK(o.repetitions > 0, "-r must be positive, got {}", o.repetitions);
   MKV_CHECK(o.ubatch > 0, "-ub must be positive, got {}", o.ubatch);
-  MKV_CHECK(o.cache_type == "f32" || o.cache_type == "f16", "unsupported cache type '{}' (supported: f32, f16)",
+  MKV_CHECK(kv_storage_from_name(o.cache_type).has_value(), "unsupported cache type '{}' (supported: f32, f16)",
             o.cache_type);
   const std::vector<int> prompts = parse_int_list(o.n_prompt, "-p", 0);
   const std::vector<int> gens = parse_int_list(o.n_gen, "-n", 0);

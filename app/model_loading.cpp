@@ -2,11 +2,13 @@
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
 #include <unistd.h>
 
 #include "commands.h"
 #include "core/error.h"
 #include "core/threading.h"
+#include "kv/kv_cache.h"
 #include "ops/matmul_int8.h"
 
 namespace mkv::cli {
@@ -68,8 +70,8 @@ LoadedModel load_model(const ModelOptions& options) {
   MKV_CHECK(options.ubatch <= kMaxUbatch, "-ub {} is above the limit of {} tokens per prefill chunk", options.ubatch,
             kMaxUbatch);
   MKV_CHECK(options.ctx >= 0, "-c must be >= 0, got {}", options.ctx);
-  MKV_CHECK(options.cache_type == "f32" || options.cache_type == "f16",
-            "unsupported cache type '{}' (supported: f32, f16)", options.cache_type);
+  const std::optional<KvStorage> kv_storage = kv_storage_from_name(options.cache_type);
+  MKV_CHECK(kv_storage.has_value(), "unsupported cache type '{}' (supported: f32, f16)", options.cache_type);
   set_num_threads(options.threads);
   set_matmul_precision(resolve_precision(options.precision, options.default_precision) == "fast"
                            ? MatmulPrecision::Fast
@@ -86,7 +88,7 @@ LoadedModel load_model(const ModelOptions& options) {
             n_ctx, options.ctx > 0 ? "-c" : "the model's context_length");
   loaded.transformer = std::make_unique<Transformer>(*loaded.file, options.ubatch);
   loaded.tokenizer = Tokenizer::create(Vocab::from_gguf(*loaded.file));
-  loaded.kv_storage = options.cache_type == "f16" ? KvStorage::F16 : KvStorage::F32;
+  loaded.kv_storage = *kv_storage;
   return loaded;
 }
 

@@ -65,6 +65,7 @@
 #include "engine/generation.h"
 #include "engine/session.h"
 #include "gguf/gguf_file.h"
+#include "kv/kv_cache.h"
 #include "kv/press_config.h"
 #include "kv/press_registry.h"
 #include "kv/presses/allocation.h"
@@ -248,8 +249,7 @@ mkv::MatmulPrecision parse_precision(const std::string& p) {
 }
 
 mkv::KvStorage parse_cache_type(const std::string& t) {
-  if (t == "f32") return mkv::KvStorage::F32;
-  if (t == "f16") return mkv::KvStorage::F16;
+  if (const std::optional<mkv::KvStorage> storage = mkv::kv_storage_from_name(t)) return *storage;
   throw py::value_error("cache_type must be \"f32\" or \"f16\", got \"" + t + "\"");
 }
 
@@ -1285,7 +1285,7 @@ PYBIND11_MODULE(_momentkv, m) {
            py::arg("path"), py::arg("threads") = py::none(), py::arg("ctx") = 0, py::arg("precision") = "exact",
            py::arg("cache_type") = "f32")
       .def_property_readonly("cache_type",
-                             [](const Model& m) { return m.kv_storage == mkv::KvStorage::F16 ? "f16" : "f32"; })
+                             [](const Model& m) { return mkv::kv_storage_name(m.kv_storage); })
       .def_property_readonly("n_vocab", &Model::n_vocab)
       .def_property_readonly("n_ctx", &Model::n_ctx)
       .def_readonly("path", &Model::path)

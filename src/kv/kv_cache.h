@@ -9,7 +9,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include "kv/moment_groups.h"
@@ -17,6 +19,15 @@
 namespace mkv {
 
 enum class KvStorage { F32, F16 };
+
+// The storage names of -ctk/-ctv, run.json and Python's cache_type: "f32", "f16".
+inline const char* kv_storage_name(KvStorage storage) { return storage == KvStorage::F16 ? "f16" : "f32"; }
+// nullopt for any other name.
+inline std::optional<KvStorage> kv_storage_from_name(std::string_view name) {
+  if (name == "f32") return KvStorage::F32;
+  if (name == "f16") return KvStorage::F16;
+  return std::nullopt;
+}
 
 struct KvCacheShape {
   int n_layers = 0;

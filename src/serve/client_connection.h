@@ -19,8 +19,6 @@ class ClientConnection {
   // an HTTP/1.1 client does only when it leaves). False when the socket was not found.
   bool gone() const;
 
-  bool found() const { return fd_ >= 0; }
-
  private:
   int fd_ = -1;
 };

@@ -39,8 +39,9 @@ class TicketLine {
   std::set<uint64_t> left_;    // tickets after served_ whose requests left the line
 };
 
-// Waits on `changed` (with `lock` held on entry and return) until ready(). With `abandon`, asks it
-// every `poll` while waiting and returns false, still waiting, when it says true.
+// Waits on `changed` (with `lock` held on entry and return) until ready(): true. With `abandon`,
+// asks it every `poll` while waiting and returns false as soon as it says true; the caller is
+// then still in its TicketLine and leaves it.
 template <typename Ready>
 bool wait_unless_abandoned(std::condition_variable& changed, std::unique_lock<std::mutex>& lock, Ready&& ready,
                            const std::function<bool()>& abandon,

@@ -85,15 +85,21 @@ struct RawReply {
   }
 };
 
-// Sends `request` as it is on a new connection (what the server does not read is dropped: a send
-// that fails is not an error) and reads the reply for up to `seconds`.
-RawReply raw_exchange(int port, const std::string& request, double seconds = 5) {
+// A new TCP connection to the server on loopback `port` (its descriptor; the caller closes it).
+int connect_loopback(int port) {
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_port = htons(uint16_t(port));
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  return fd;
+}
+
+// Sends `request` as it is on a new connection (what the server does not read is dropped: a send
+// that fails is not an error) and reads the reply for up to `seconds`.
+RawReply raw_exchange(int port, const std::string& request, double seconds = 5) {
+  const int fd = connect_loopback(port);
   const auto start = std::chrono::steady_clock::now();
   auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
   RawReply reply;
@@ -744,6 +750,14 @@ double await_metric(httplib::Client& c, const std::string& name, double at_least
   return value;
 }
 
+// A raw HTTP/1.1 request posting `body` to /v1/completions (for raw_exchange).
+std::string raw_completion_request(const json& body) {
+  const std::string text = body.dump();
+  return fmt::format(
+      "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{}",
+      text.size(), text);
+}
+
 // A non-streaming reply is written only at its end, so only the server's look at the socket can
 // notice that its client left: the generation stops there instead of running to the context's end
 // (~2K tokens). A request whose client left before its generation began does not run.
@@ -751,11 +765,8 @@ TEST_F(Serve, AClientThatLeavesStopsANonStreamingGeneration) {
   auto c = client();
   const double generated_before = metric(c, "tokens_predicted_total");
   const double cancelled_before = metric(c, "requests_cancelled_total");
-  const std::string body =
-      json({{"prompt", "Once upon a time"}, {"ignore_eos", true}, {"temperature", 0}}).dump();
-  const std::string request = fmt::format(
-      "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{}",
-      body.size(), body);
+  const std::string request =
+      raw_completion_request({{"prompt", "Once upon a time"}, {"ignore_eos", true}, {"temperature", 0}});
   // The client waits 50 ms for a reply that takes ~2K tokens, then closes the connection.
   const RawReply left = raw_exchange(server_->port(), request, 0.05);
   EXPECT_EQ(left.text, "");
@@ -765,12 +776,7 @@ TEST_F(Serve, AClientThatLeavesStopsANonStreamingGeneration) {
   EXPECT_EQ(metric(c, "requests_processing"), 0);
 
   // Sent and closed at once: stopped at once, or never started.
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(uint16_t(server_->port()));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  const int fd = connect_loopback(server_->port());
   ASSERT_EQ(::send(fd, request.data(), request.size(), MSG_NOSIGNAL), ssize_t(request.size()));
   ::close(fd);
   const double generated_then = metric(c, "tokens_predicted_total");
@@ -792,10 +798,7 @@ TEST_F(Serve, AClientThatLeavesTheLineGivesUpItsPlace) {
     EXPECT_EQ(post(own, "/v1/completions", to_the_end)["choices"][0]["finish_reason"], "length");
   });
   ASSERT_EQ(await_metric(c, "requests_processing", 1), 1);
-  const std::string body = to_the_end.dump();
-  const RawReply left = raw_exchange(
-      server_->port(),
-      fmt::format("POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\n\r\n{}", body.size(), body), 0.05);
+  const RawReply left = raw_exchange(server_->port(), raw_completion_request(to_the_end), 0.05);
   EXPECT_EQ(left.text, "");  // it waited behind the first
   EXPECT_EQ(await_metric(c, "requests_cancelled_total", cancelled_before + 1), cancelled_before + 1);
   EXPECT_EQ(metric(c, "requests_processing"), 1) << "the first request should still be generating";

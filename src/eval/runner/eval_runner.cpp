@@ -32,8 +32,6 @@ void split_at_question(const std::string& prompt, std::string_view question_head
 
 namespace {
 
-const char* storage_name(KvStorage storage) { return storage == KvStorage::F16 ? "f16" : "f32"; }
-
 // run.json of one setting: what decides its predictions.
 nlohmann::ordered_json run_fields(const EvalRunConfig& config, const PressSetting& setting,
                                   const EvalBenchmark& benchmark) {
@@ -44,7 +42,7 @@ nlohmann::ordered_json run_fields(const EvalRunConfig& config, const PressSettin
                                  {"benchmark", benchmark.name()},
                                  {"chat_template", config.chat_template},
                                  {"ctx", config.session.n_ctx},
-                                 {"cache_type", storage_name(config.session.kv_storage)},
+                                 {"cache_type", kv_storage_name(config.session.kv_storage)},
                                  {"precision", matmul_precision() == MatmulPrecision::Fast ? "fast" : "exact"},
                                  {"compress_chunks", config.session.compress_each_chunk}};
   benchmark.add_run_fields(meta);
