@@ -22,6 +22,7 @@ int run_serve(const ServeOptions& o) {
   MKV_CHECK(o.port >= 0 && o.port <= 65535, "--port must be in [0, 65535] (0 = any free port), got {}", o.port);
   MKV_CHECK(o.parallel >= 1 && o.parallel <= kMaxSlots, "-np must be in [1, {}], got {}", kMaxSlots, o.parallel);
   MKV_CHECK(o.timeout_seconds > 0, "--timeout must be positive (seconds), got {}", o.timeout_seconds);
+  MKV_CHECK(o.header_timeout_seconds > 0, "--header-timeout must be positive (seconds), got {}", o.header_timeout_seconds);
   // Signals are taken by one thread (sigwait) rather than a handler: blocked here, before any
   // thread starts, so that every thread inherits the mask.
   sigset_t stop_signals;
@@ -38,6 +39,7 @@ int run_serve(const ServeOptions& o) {
   if (so.api_key.empty())
     if (const char* env = std::getenv("MOMENTKV_API_KEY")) so.api_key = env;
   so.timeout_seconds = o.timeout_seconds;
+  so.header_timeout_seconds = o.header_timeout_seconds;
   so.model_name = std::filesystem::path(m.file->path()).stem().string();
   so.chat_template = o.chat_template;
   so.press = o.press;

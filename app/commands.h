@@ -249,6 +249,7 @@ struct ServeOptions {
   int queue = 16;                     // --queue: requests that may wait; more get 503
   std::string api_key;                // --api-key (else $MOMENTKV_API_KEY)
   int timeout_seconds = 600;          // --timeout: connection read/write timeout
+  int header_timeout_seconds = 30;    // --header-timeout: a request's headers are due within this
   std::string chat_template;          // --chat-template override
   PressConfig press;                  // --press with --kv-budget | --compression-ratio (default: full)
   std::optional<Budget> budget;       // the budget flags, for request presses that name none

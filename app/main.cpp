@@ -347,6 +347,10 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   serve_cmd->add_option("--api-key", srv.api_key, "require 'Authorization: Bearer KEY' (default: $MOMENTKV_API_KEY)");
   serve_cmd->add_option("--timeout", srv.timeout_seconds, "connection read/write timeout in seconds")->capture_default_str();
+  serve_cmd->add_option("--header-timeout", srv.header_timeout_seconds,
+                        "seconds a request's headers may take (from the connection's start or its previous reply); "
+                        "later ones get 408 and the connection closes")
+      ->capture_default_str();
   serve_cmd->add_option("--chat-template", srv.chat_template, "override the model's template: llama3 | chatml | qwen3");
   serve_cmd->add_option("--press", serve_press.specs, "default press of requests that name none (see `momentkv presses`)");
   serve_press.kv_budget_flag = serve_cmd->add_option("--kv-budget", serve_press.kv_budget, "default budget: tokens per KV head");

@@ -93,9 +93,17 @@ GenerationResult generate(Session& session, const Tokenizer& tokenizer, const Ge
             "prompt of {} tokens does not fit the context of {} ({} already held; raise -c)", n_prompt,
             session.n_ctx(), session.n_past());
   const auto start = Clock::now();
+  const int32_t n_past_before = session.n_past();
   std::vector<float> logits;  // (n_vocab) predicting the first reply token
   {
-    const std::span<const float> l = session.prefill(prompt.compressed);  // compresses after it
+    const std::span<const float> l = session.prefill(prompt.compressed, callbacks.keep_going);  // compresses after it
+    if (l.empty()) {  // cancelled between chunks
+      GenerationResult cancelled;
+      cancelled.stop = StopReason::Cancelled;
+      cancelled.prompt_tokens = session.n_past() - n_past_before;  // the chunks fed
+      cancelled.prefill_seconds = seconds_since(start);
+      return cancelled;
+    }
     logits.assign(l.begin(), l.end());
   }
   if (!prompt.uncompressed.empty()) {

@@ -34,6 +34,7 @@ struct GenerationCallbacks {
   std::function<bool(std::string_view)> on_text;  // reply text once final (no half UTF-8
                                                    // character, no possible stop-string prefix);
                                                    // returning false cancels
+  std::function<bool()> keep_going;                // asked between prefill chunks; false cancels
   std::function<void()> on_prompt;                 // after the prompt is fed and compressed
   std::function<void()> on_decode;                 // after every decode step
 };
@@ -44,7 +45,7 @@ const char* stop_reason_name(StopReason reason);  // "eos", "stop", "length", "c
 struct GenerationResult {
   std::string text;               // the reply (stop string and end-of-generation token excluded)
   std::vector<int32_t> tokens;    // generated ids, end-of-generation token excluded
-  int32_t prompt_tokens = 0;      // tokens fed before the first pick
+  int32_t prompt_tokens = 0;      // tokens fed before the first pick (cancelled in the prefill: fed so far)
   StopReason stop = StopReason::MaxTokens;
   double prefill_seconds = 0.0;   // prompt (compression pass included)
   double decode_seconds = 0.0;    // picking and decoding the reply

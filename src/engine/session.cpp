@@ -55,13 +55,15 @@ void Session::compress_with(Press& press) {
   compress_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-void Session::run(std::span<const int32_t> tokens, float* out, bool all_logits, bool compress_chunks) {
+bool Session::run(std::span<const int32_t> tokens, float* out, bool all_logits, bool compress_chunks,
+                  const std::function<bool()>& keep_going) {
   const auto n = static_cast<int64_t>(tokens.size());
   MKV_CHECK(n > 0, "nothing to evaluate: empty token list");
   MKV_CHECK(n_past_ + n <= n_ctx_, "context is full: {} positions held + {} new > context size {} (raise -c)",
             n_past_, n, n_ctx_);
   const int n_vocab = model_.config().n_vocab;
   for (int64_t start = 0; start < n; start += options_.ubatch) {
+    if (start > 0 && keep_going && !keep_going()) return false;
     const int chunk = static_cast<int>(std::min<int64_t>(options_.ubatch, n - start));
     std::iota(positions_.begin(), positions_.begin() + chunk, n_past_);
     // Every chunk of a last-row-only run overwrites `out`; the final chunk's row remains.
@@ -77,10 +79,11 @@ void Session::run(std::span<const int32_t> tokens, float* out, bool all_logits, 
     n_past_ += chunk;
     if (compress_chunks) compress(CompressReason::AfterChunk);
   }
+  return true;
 }
 
-std::span<const float> Session::prefill(std::span<const int32_t> tokens) {
-  run(tokens, logits_.data(), /*all_logits=*/false, options_.compress_each_chunk);
+std::span<const float> Session::prefill(std::span<const int32_t> tokens, const std::function<bool()>& keep_going) {
+  if (!run(tokens, logits_.data(), /*all_logits=*/false, options_.compress_each_chunk, keep_going)) return {};
   compress(CompressReason::AfterPrefill);
   return logits_;
 }

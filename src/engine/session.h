@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -32,8 +33,10 @@ class Session : private ForwardObserver {
   Session(Transformer& model, SessionOptions options);
 
   // Prefills `tokens` after what the session already holds, in chunks of ubatch; returns the
-  // logits (n_vocab) predicting the token after the last one.
-  std::span<const float> prefill(std::span<const int32_t> tokens);
+  // logits (n_vocab) predicting the token after the last one. `keep_going`, when given, is asked
+  // before every chunk but the first: false stops there and returns an empty span (the session
+  // then holds the chunks fed so far, not compressed: reset() it or drop it).
+  std::span<const float> prefill(std::span<const int32_t> tokens, const std::function<bool()>& keep_going = {});
   // Feeds one token; returns the logits predicting the next one.
   std::span<const float> decode(int32_t token);
   // Feeds `tokens` and writes the logits of every position into out ((n, n_vocab) row-major).
@@ -58,8 +61,10 @@ class Session : private ForwardObserver {
   void reset();
 
  private:
-  // Runs tokens in chunks; `out` receives either every row or only the final row.
-  void run(std::span<const int32_t> tokens, float* out, bool all_logits, bool compress_chunks);
+  // Runs tokens in chunks; `out` receives either every row or only the final row. False when
+  // keep_going said stop before a chunk.
+  bool run(std::span<const int32_t> tokens, float* out, bool all_logits, bool compress_chunks,
+           const std::function<bool()>& keep_going = {});
   void on_queries(int layer, int n_tokens, const float* q, const int32_t* positions,
                   const KvCache& cache) override;
   void compress(CompressReason reason);

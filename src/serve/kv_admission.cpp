@@ -12,12 +12,18 @@ KvAdmission::Reservation::~Reservation() {
   owner_.release(bytes_);
 }
 
-void KvAdmission::Reservation::begin_prefill() {
-  if (prefill_bytes_ == 0 || prefilling_) return;
+bool KvAdmission::Reservation::begin_prefill(const std::function<bool()>& abandon) {
+  if (prefill_bytes_ == 0 || prefilling_) return true;
   std::unique_lock lock(owner_.mutex_);
-  const uint64_t turn = owner_.next_prefill_++;
+  const uint64_t ticket = owner_.prefill_line_.join();
+  if (!wait_unless_abandoned(owner_.changed_, lock, [&] { return owner_.prefill_line_.first(ticket); }, abandon)) {
+    owner_.prefill_line_.leave(ticket);
+    lock.unlock();
+    owner_.changed_.notify_all();  // the one behind may be first now
+    return false;
+  }
   prefilling_ = true;
-  owner_.changed_.wait(lock, [&] { return owner_.prefill_turn_ == turn; });
+  return true;
 }
 
 void KvAdmission::Reservation::end_prefill() {
@@ -25,7 +31,7 @@ void KvAdmission::Reservation::end_prefill() {
   {
     std::lock_guard lock(owner_.mutex_);
     owner_.pending_prefills_.erase(owner_.pending_prefills_.find(prefill_bytes_));
-    if (prefilling_) ++owner_.prefill_turn_;
+    if (prefilling_) owner_.prefill_line_.serve();
   }
   prefill_bytes_ = 0;
   prefilling_ = false;

@@ -37,8 +37,10 @@ class KvAdmission {
     void shrink(std::size_t bytes);
     std::size_t bytes() const { return bytes_; }
     // Waits for the prefills that began before this one to end (requests without prefill_bytes
-    // return at once); the prompt may then grow the cache by up to prefill_bytes.
-    void begin_prefill();
+    // return at once); the prompt may then grow the cache by up to prefill_bytes. `abandon`, when
+    // given, is asked every 50 ms while waiting: true leaves the line and returns false (the
+    // client left; the reservation is then released as usual).
+    bool begin_prefill(const std::function<bool()>& abandon = {});
     // The prompt is in (and compressed): its prefill_bytes are no longer needed, the next prefill
     // may begin. Called by the destructor when the request ends before.
     void end_prefill();
@@ -50,7 +52,7 @@ class KvAdmission {
     KvAdmission& owner_;
     std::size_t bytes_;
     std::size_t prefill_bytes_;  // 0 once the prefill ended
-    bool prefilling_ = false;    // between begin_prefill and end_prefill
+    bool prefilling_ = false;    // its prefill turn came (begin_prefill returned true), end_prefill not yet
   };
 
   enum class Refusal { None, TooLarge, QueueFull, Abandoned };
@@ -90,8 +92,7 @@ class KvAdmission {
   std::condition_variable changed_;
   std::size_t reserved_ = 0;  // steady bytes of the reservations alive
   std::multiset<std::size_t> pending_prefills_;  // prefill_bytes of the admitted requests not past their prefill
-  uint64_t next_prefill_ = 0;  // the prefill turn the next begin_prefill draws
-  uint64_t prefill_turn_ = 0;  // the prefill turn that may run
+  TicketLine prefill_line_;   // the admitted requests waiting to prefill; the first one prefills
   int waiting_ = 0;           // requests waiting for memory or a slot
   TicketLine line_;           // the requests waiting for memory
 };

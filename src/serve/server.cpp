@@ -10,6 +10,7 @@
 #include <charconv>
 #include <chrono>
 #include <condition_variable>
+#include <algorithm>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -20,6 +21,7 @@
 #include "engine/generation.h"
 #include "engine/model_runner.h"
 #include "serve/client_connection.h"
+#include "serve/header_deadline.h"
 #include "serve/kv_admission.h"
 #include "serve/openai_api.h"
 #include "serve/ticket_line.h"
@@ -223,6 +225,7 @@ struct Server::State {
   std::atomic<int64_t> requests_total{0}, requests_cancelled_total{0}, prompt_tokens_total{0}, completion_tokens_total{0};
   std::atomic<int64_t> kv_bytes_held{0}, kv_bytes_full{0}, requests_processing{0};
   std::atomic<double> decode_seconds_total{0.0};
+  std::unique_ptr<HeaderDeadline> header_deadline;  // made by bind(), once the port is known
 
   State(Transformer& m, const Tokenizer& t, ServerOptions o)
       : model(m), tokenizer(t), options(std::move(o)),
@@ -287,26 +290,35 @@ struct Server::State {
   }
 
   // Runs one generation; on_text receives the reply as it becomes final (false: the client left).
-  // press: null for the full cache. reservation: shrunk once the prompt is compressed.
+  // press: null for the full cache. reservation: shrunk once the prompt is compressed. client:
+  // asked while the prompt waits for its prefill turn and between its prefill chunks.
   CompletionOutcome run(const CompletionRequest& r, Press* press, std::span<const int32_t> tokens, Sampler& sampler,
-                        KvAdmission::Reservation& reservation, const std::function<bool(std::string_view)>& on_text) {
+                        KvAdmission::Reservation& reservation, const ClientConnection& client,
+                        const std::function<bool(std::string_view)>& on_text) {
     SessionOptions so = options.session;
     so.n_ctx = n_ctx;
     so.press = press;
     so.runner = &runner;
     const RunnerAttachment attached(&runner);
-    reservation.begin_prefill();  // one prompt at a time holds the prefill headroom
+    CompletionOutcome out;
+    out.press = press ? press->spec() : "full";
+    const auto client_left = [&client] { return client.gone(); };
+    // One prompt at a time holds the prefill headroom; a client that leaves meanwhile leaves the line.
+    if (!reservation.begin_prefill(client_left)) {
+      cancelled_before_start();
+      out.cancelled = true;
+      return out;
+    }
     Session session(model, so);
     GenerationParams params;
     params.max_new_tokens = r.max_tokens;
     params.ignore_eos = r.ignore_eos;
     params.stop = r.stop;
     params.reply_starts_text = r.chat;  // a completion continues its prompt; a chat reply stands alone
-    CompletionOutcome out;
-    out.press = press ? press->spec() : "full";
     GenerationCallbacks callbacks;
     callbacks.pick = [&](std::span<const float> logits) { return sampler.sample(logits); };
     callbacks.on_text = on_text;
+    callbacks.keep_going = [&] { return !client_left(); };
     callbacks.on_prompt = [&] {
       const KvCache& cache = session.cache();
       out.kv_bytes_held = int64_t(cache.bytes_held());
@@ -383,7 +395,8 @@ struct Server::State {
       if (client->gone()) return cancelled_before_start();
       const GaugeHold processing(requests_processing);
       const CompletionOutcome out =
-          run(r, press_object.get(), tokens, *sampler, *reservation, [&](std::string_view) { return !client->gone(); });
+          run(r, press_object.get(), tokens, *sampler, *reservation, *client,
+              [&](std::string_view) { return !client->gone(); });
       if (out.cancelled) return;  // nobody to reply to
       send_json(res, 200, completion_response(r, out, id, created, model_name));
       return;
@@ -407,7 +420,8 @@ struct Server::State {
             const GaugeHold processing(requests_processing);  // given back before the stream ends
             try {
               bool first = true, connected = true;
-              const CompletionOutcome out = run(r, press_object.get(), tokens, *sampler, *reservation, [&](std::string_view piece) {
+              const CompletionOutcome out = run(r, press_object.get(), tokens, *sampler, *reservation, *client,
+                                                [&](std::string_view piece) {
                 connected = !client->gone() &&
                             event(stream_chunk(r, id, created, model_name, std::string(piece), first, std::nullopt));
                 first = false;
@@ -444,6 +458,8 @@ struct Server::State {
     metric("kv_bytes_held", "gauge", "KV cache bytes the last request held after its prompt", double(kv_bytes_held));
     metric("kv_bytes_saved", "gauge", "KV cache bytes compression saved on the last request",
            double(kv_bytes_full - kv_bytes_held));
+    metric("header_timeouts_total", "counter", "connections closed because a request's headers were late (408)",
+           double(header_deadline ? header_deadline->closed() : 0));
     metric("requests_processing", "gauge", "requests generating now", double(requests_processing));
     metric("requests_deferred", "gauge", "requests waiting for KV memory or a slot", double(admission.waiting()));
     metric("slots_total", "gauge", "slots (-np)", double(options.parallel));
@@ -469,7 +485,14 @@ Server::Server(Transformer& model, const Tokenizer& tokenizer, ServerOptions opt
   // Every open connection holds a worker (keep-alive, streams, requests waiting for the slot).
   http.new_task_queue = [] { return new httplib::ThreadPool(64); };
 
+  // Idle connections close (silently) after the keep-alive wait, well before their next headers
+  // would be late (408).
+  http.set_keep_alive_timeout(std::clamp(s.options.header_timeout_seconds / 2, 1, 5));
+  http.set_logger([&s](const httplib::Request& req, const httplib::Response&) {
+    if (s.header_deadline) s.header_deadline->reply_sent(req);
+  });
   http.set_pre_routing_handler([&s](const httplib::Request& req, httplib::Response& res) {
+    if (s.header_deadline) s.header_deadline->headers_read(req);
     // Every body is JSON whatever its declared Content-Type (llama-server reads it so): without the
     // header httplib parses neither a form body (which it caps at 8 KiB) nor a multipart one. The
     // request is httplib's own non-const object, passed here as const.
@@ -551,6 +574,14 @@ int Server::bind() {
   const int port = o.port == 0 ? http_->bind_to_any_port(o.host) : (http_->bind_to_port(o.host, o.port) ? o.port : -1);
   MKV_CHECK(port > 0, "cannot listen on {}:{} (address in use, or not an address of this machine)", o.host, o.port);
   ::listen(static_cast<HttpServer&>(*http_).listening_socket(), SOMAXCONN);  // a larger backlog (see HttpServer)
+  const ApiError late(408, "invalid_request_error",
+                      fmt::format("the request's headers did not arrive within {} s", o.header_timeout_seconds));
+  const std::string body = dump(error_body(late));
+  state_->header_deadline = std::make_unique<HeaderDeadline>(
+      port, std::chrono::seconds(o.header_timeout_seconds),
+      fmt::format("HTTP/1.1 408 Request Timeout\r\nContent-Type: application/json\r\nContent-Length: {}\r\n"
+                  "Connection: close\r\n\r\n{}",
+                  body.size(), body));
   return port;
 }
 

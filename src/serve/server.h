@@ -11,8 +11,9 @@
 // arrival order, until they fit under --kv-memory; past --queue waiting requests it gets 503 with
 // Retry-After. `parallel` slots generate at once; their forward passes run on one ModelRunner, which batches
 // the slots' decode steps into one pass over the weights and interleaves prefill chunks with them.
-// A request waits (in arrival order) for a free slot. A client that disconnects from a stream ends
-// its generation at the next token.
+// A request waits (in arrival order) for a free slot. A client that disconnects ends its
+// generation at the next token (or prefill chunk), or leaves the line it waits in. A connection
+// whose request headers take longer than header_timeout_seconds is closed with 408.
 #pragma once
 
 #include <cstddef>
@@ -37,6 +38,8 @@ struct ServerOptions {
   int port = 8080;                      // 0: any free port (bind() returns it)
   std::string api_key;                  // non-empty: every route but /health needs "Authorization: Bearer KEY"
   int timeout_seconds = 600;            // read/write timeout of a connection
+  int header_timeout_seconds = 30;      // a request's headers are due this long after the connection's
+                                        // start or its previous reply, or it is closed (header_deadline.h)
   std::size_t max_body_bytes = 8 << 20; // larger request bodies get 413
   std::string model_name = "model";     // /v1/models id and the responses' "model"
   std::string chat_template;            // override of the model's template (llama3 | chatml | qwen3)

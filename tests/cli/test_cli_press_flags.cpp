@@ -82,6 +82,7 @@ TEST_F(CliPressFlags, ServeRejectsBadFlagsBeforeListening) {
   expect_one_line_error(run_momentkv("serve -m " + model_ + " --kv-memory nan"), "--kv-memory");
   expect_one_line_error(run_momentkv("serve -m " + model_ + " --queue 0"), "--queue must be in [1, 24]");
   expect_one_line_error(run_momentkv("serve -m " + model_ + " --timeout 0"), "--timeout must be positive");
+  expect_one_line_error(run_momentkv("serve -m " + model_ + " --header-timeout -3"), "--header-timeout must be positive");
 }
 
 // kl's held-out protocol: seeded dev/test windows, intervals, and the provenance line.

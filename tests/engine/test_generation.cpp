@@ -103,6 +103,39 @@ TEST_F(GenerationLoop, CallerCancelsAfterTheFirstPiece) {
   EXPECT_EQ(s.n_past(), int32_t(prompt_.size()));  // nothing decoded after the cancel
 }
 
+// keep_going is asked before every prefill chunk but the first: false stops the prompt there,
+// with nothing generated, and the result counts the prompt tokens fed so far.
+TEST_F(GenerationLoop, CallerCancelsBetweenPrefillChunks) {
+  ASSERT_GE(prompt_.size(), 4u);
+  SessionOptions o;
+  o.ubatch = 1;
+  Session s(*model_, o);
+  int asked = 0;
+  GenerationCallbacks callbacks;
+  callbacks.pick = pick_greedy;
+  std::string streamed;
+  callbacks.on_text = [&](std::string_view text) {
+    streamed.append(text);
+    return true;
+  };
+  callbacks.keep_going = [&] { return ++asked < 3; };  // chunks 2 and 3 go ahead, 4 does not
+  GenerationParams params;
+  params.max_new_tokens = 5;
+  const GenerationResult r = generate(s, *tokenizer_, {prompt_, {}}, params, callbacks);
+  EXPECT_EQ(r.stop, StopReason::Cancelled);
+  EXPECT_EQ(asked, 3);
+  EXPECT_EQ(r.prompt_tokens, 3);
+  EXPECT_EQ(s.n_past(), 3);
+  EXPECT_TRUE(r.tokens.empty());
+  EXPECT_EQ(streamed, "");
+  // After a reset the session runs the whole prompt again: the golden continuation.
+  s.reset();
+  callbacks.keep_going = [] { return true; };
+  params.max_new_tokens = int(expected_.size());
+  params.ignore_eos = true;
+  EXPECT_EQ(generate(s, *tokenizer_, {prompt_, {}}, params, callbacks).tokens, expected_);
+}
+
 TEST_F(GenerationLoop, StopsWhenTheContextIsFull) {
   Session s = session(int(prompt_.size()) + 3);
   GenerationParams params;  // unlimited tokens

@@ -105,6 +105,40 @@ TEST(KvAdmission, AnAbandonedWaiterLeavesTheLine) {
   EXPECT_NE(admission.reserve(100, refusal), nullptr);
 }
 
+// A request waiting for its prefill turn whose client leaves gives up the turn: the one behind it
+// prefills as soon as the one ahead ends, not before.
+TEST(KvAdmission, ARequestThatLeavesThePrefillLineLetsTheNextOneIn) {
+  KvAdmission admission(1000, 8);
+  KvAdmission::Refusal refusal;
+  std::vector<std::unique_ptr<KvAdmission::Reservation>> held;
+  for (int i = 0; i < 3; ++i) held.push_back(admission.reserve(10, refusal, 50));
+  ASSERT_TRUE(held[0]->begin_prefill());
+  std::atomic<bool> client_left{false}, leaver_returned{false}, third_began{false};
+  bool leaver_began = true;
+  std::thread leaver([&] {
+    leaver_began = held[1]->begin_prefill([&] { return client_left.load(); });
+    leaver_returned = true;
+  });
+  std::this_thread::sleep_for(30ms);  // the leaver is in line before the third
+  std::thread third([&] {
+    EXPECT_TRUE(held[2]->begin_prefill([] { return false; }));
+    third_began = true;
+  });
+  std::this_thread::sleep_for(30ms);
+  EXPECT_FALSE(leaver_returned.load());
+  client_left = true;
+  leaver.join();
+  EXPECT_FALSE(leaver_began);
+  std::this_thread::sleep_for(120ms);
+  EXPECT_FALSE(third_began.load()) << "two prefills ran at once";
+  held[0]->end_prefill();
+  third.join();
+  EXPECT_TRUE(third_began.load());
+  held[2]->end_prefill();
+  held.clear();
+  EXPECT_EQ(admission.reserved(), 0u);
+}
+
 // Compressed requests: 20 steady bytes each, 50 more while their prompt is read. A cap of 100
 // holds three of them beside one prefill headroom (reserving each peak of 70 would hold one), and
 // their prefills take turns.

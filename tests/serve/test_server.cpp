@@ -807,6 +807,79 @@ TEST_F(Serve, AClientThatLeavesTheLineGivesUpItsPlace) {
   EXPECT_EQ(metric(c, "requests_deferred"), 0);
 }
 
+// httplib gives each connection one of the server's 64 HTTP threads and waits --timeout (600 s)
+// for each read: 70 clients that stop halfway through their headers would hold every thread. With
+// --header-timeout 2 they get 408 and are closed within ~2 s, and a request behind them is served.
+// A body that arrives slower than the limit is not cut (its headers were in time), and neither is
+// a connection that stays open between requests for less than the keep-alive wait.
+TEST(ServeHeaderDeadline, ConnectionsLateWithTheirHeadersAreClosedAndOthersServed) {
+  test::ServerProcess server({"-m", test::trained_model_path(), "--header-timeout", "2"});
+  std::vector<int> stalled;
+  for (int i = 0; i < 70; ++i) {
+    stalled.push_back(connect_loopback(server.port()));
+    const std::string half = "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Le";
+    ASSERT_EQ(::send(stalled.back(), half.data(), half.size(), MSG_NOSIGNAL), ssize_t(half.size()));
+  }
+  httplib::Client c("127.0.0.1", server.port());
+  c.set_read_timeout(60);
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(post(c, "/v1/completions", {{"prompt", "Tom"}, {"max_tokens", 4}})["usage"]["completion_tokens"], 4);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_LT(seconds, 30) << "the request waited for the stalled connections' threads";
+  std::printf("a request behind 70 stalled connections: %.2f s\n", seconds);
+  for (const int fd : stalled) {
+    std::string reply;
+    char buffer[4096];
+    pollfd p{fd, POLLIN, 0};
+    while (::poll(&p, 1, 10000) > 0) {
+      const ssize_t n = ::recv(fd, buffer, sizeof buffer, 0);
+      if (n <= 0) break;
+      reply.append(buffer, std::size_t(n));
+    }
+    EXPECT_EQ(reply.rfind("HTTP/1.1 408 ", 0), 0u) << reply;
+    EXPECT_NE(reply.find("headers did not arrive within 2 s"), std::string::npos) << reply;
+    ::close(fd);
+  }
+  const double timeouts = metric(c, "header_timeouts_total");
+  EXPECT_GE(timeouts, 70);
+  // The same client connection, kept alive for under the keep-alive wait (1 s here), still works.
+  EXPECT_EQ(post(c, "/v1/completions", {{"prompt", "Tom"}, {"max_tokens", 2}})["usage"]["completion_tokens"], 2);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_EQ(post(c, "/v1/completions", {{"prompt", "Tom"}, {"max_tokens", 2}})["usage"]["completion_tokens"], 2);
+  // A body that takes longer than the limit is not cut: the headers were in time.
+  const std::string request = raw_completion_request({{"prompt", "Tom"}, {"max_tokens", 2}});
+  const std::size_t headers_end = request.find("\r\n\r\n") + 4;
+  const int fd = connect_loopback(server.port());
+  ASSERT_EQ(::send(fd, request.data(), headers_end + 3, MSG_NOSIGNAL), ssize_t(headers_end + 3));
+  std::this_thread::sleep_for(std::chrono::milliseconds(3000));
+  const std::string rest = request.substr(headers_end + 3);
+  ASSERT_EQ(::send(fd, rest.data(), rest.size(), MSG_NOSIGNAL), ssize_t(rest.size()));
+  char buffer[4096];
+  pollfd p{fd, POLLIN, 0};
+  ASSERT_GT(::poll(&p, 1, 30000), 0);
+  const ssize_t n = ::recv(fd, buffer, sizeof buffer, 0);
+  EXPECT_EQ(std::string(buffer, std::size_t(std::max<ssize_t>(n, 0))).rfind("HTTP/1.1 200 ", 0), 0u);
+  ::close(fd);
+  EXPECT_EQ(metric(c, "header_timeouts_total"), timeouts);
+}
+
+// A prompt read in chunks (-ub 1 here: 1900 forward passes) stops between chunks once its client
+// has left: the prompt tokens the server processed are far fewer than the prompt's.
+TEST(ServePrefill, AClientThatLeavesStopsTheReadingOfItsPrompt) {
+  test::ServerProcess server({"-m", test::trained_model_path(), "-ub", "1"});
+  httplib::Client c("127.0.0.1", server.port());
+  c.set_read_timeout(60);
+  json ids = json::array();
+  for (int i = 0; i < 1900; ++i) ids.push_back(100 + i % 50);
+  const RawReply left = raw_exchange(server.port(), raw_completion_request({{"prompt", ids}, {"max_tokens", 1}}), 0.1);
+  EXPECT_EQ(left.text, "");
+  EXPECT_EQ(await_metric(c, "requests_cancelled_total", 1), 1);
+  const double processed = metric(c, "prompt_tokens_total");
+  EXPECT_LT(processed, 1300) << "prompt tokens processed for a client that left after 100 ms";
+  std::printf("prompt tokens read before the stop: %.0f of 1900\n", processed);
+  EXPECT_EQ(post(c, "/v1/completions", {{"prompt", "Tom"}, {"max_tokens", 2}})["usage"]["completion_tokens"], 2);
+}
+
 TEST(ServeOptions, ApiKeyChatTemplateAndShutdown) {
   test::ServerProcess server({"-m", test::trained_model_path(), "--chat-template", "chatml"},
                              {"MOMENTKV_API_KEY=sekret"});
