@@ -74,6 +74,7 @@ struct BenchRun {
   std::map<int, std::vector<double>> probe_passes, fma_passes;  // thread count -> every pass
   std::size_t probe_bytes = 0;  // the bandwidth probe's buffer (0: no probe)
   std::size_t rss = 0;          // peak RSS without the probe's buffer
+  std::map<std::string, PageResidency> weights;  // model file name -> its image's pages after its tests
 };
 
 std::string test_label(const Row& r) {
@@ -152,6 +153,7 @@ BenchRun run_tests(const BenchOptions& o, const std::vector<std::string>& models
           }
         }
     }
+    run.weights[name] = page_residency(m.file->image().data(), m.file->image().size());
   }
   // The probe's buffer stays resident for the whole run: it is not the engine's memory.
   run.probe_bytes = probe ? probe->bytes() : 0;
@@ -181,6 +183,9 @@ void print_json(const BenchRun& run, const BenchOptions& o) {
         {{"best_gflops", f.best}, {"median_gflops", f.median}, {"threads", t}, {"passes_gflops", gflops}});
   }
   out["peak_rss_bytes"] = run.rss;
+  out["model_pages"] = nlohmann::json::array();
+  for (const auto& [model, pages] : run.weights)
+    out["model_pages"].push_back({{"model", model}, {"resident_bytes", pages.resident}, {"huge_page_bytes", pages.huge}});
   out["kv_budget"] = o.presses.empty() ? 0 : o.presses.front().budget()->tokens;
   for (const Row& r : rows) {
     const BenchResult& b = r.result;
@@ -280,6 +285,11 @@ void print_markdown(const BenchRun& run, const BenchOptions& o) {
   if (!rows.empty())
     fmt::print("KV cache: {} bytes per row (one token of one KV head: key + value + position), {}; peak RSS {}\n",
                rows.front().result.kv_row_bytes, o.cache_type, size_text(static_cast<double>(run.rss)));
+  for (const auto& [model, pages] : run.weights)
+    if (pages.resident > 0)
+      fmt::print("{}: {} of the model resident, {:.0f}% of it in 2 MiB pages (mapped: as the page cache holds the "
+                 "file; --no-mmap asks for all)\n",
+                 model, size_text(double(pages.resident)), 100.0 * double(pages.huge) / double(pages.resident));
   fmt::print("precision: {}{}\n", o.precision,
              o.precision == "fast" ? " (activations quantised to 8 bits for the decode matrix-vector products of quantised weights, "
                                                 "rounded to fp16 for those of F16 weights, and to bf16 for every product of BF16 weights)" : "");

@@ -6,8 +6,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <fstream>
 #include <memory>
 #include <numeric>
+#include <sstream>
 #include <random>
 #include <tuple>
 
@@ -243,6 +245,33 @@ std::size_t peak_rss_bytes() {
   rusage u{};
   getrusage(RUSAGE_SELF, &u);
   return static_cast<std::size_t>(u.ru_maxrss) * 1024;
+}
+
+PageResidency page_residency(const void* begin, std::size_t size) {
+  const auto first = reinterpret_cast<uintptr_t>(begin), last = first + size;
+  std::ifstream smaps("/proc/self/smaps");
+  PageResidency r;
+  bool inside = false;  // whether the current entry overlaps the range
+  std::string line;
+  while (std::getline(smaps, line)) {
+    // An entry's first line: "start-end perms offset device inode path", the only line whose
+    // first ':' (in the device) comes after a space.
+    if (line.find(':') > line.find(' ')) {
+      unsigned long long start = 0, end = 0;
+      char dash = 0;
+      std::istringstream words(line);
+      inside = (words >> std::hex >> start >> dash >> end) && dash == '-' && start < last && end > first;
+      continue;
+    }
+    if (!inside) continue;
+    std::string field;
+    std::size_t kib = 0;
+    std::istringstream fields(line);
+    if (!(fields >> field >> kib)) continue;
+    if (field == "Rss:") r.resident += kib * 1024;
+    else if (field == "AnonHugePages:" || field == "FilePmdMapped:") r.huge += kib * 1024;
+  }
+  return r;
 }
 
 }  // namespace mkv

@@ -94,4 +94,15 @@ BenchResult run_bench(Transformer& model, const ModelFootprint& footprint, const
 // Peak resident set size of this process in bytes (getrusage).
 std::size_t peak_rss_bytes();
 
+// How the mappings over the address range [begin, begin + size) are held now (a model's
+// weights, say): bytes resident, and of those the bytes mapped by 2 MiB pages (Rss, and
+// AnonHugePages + FilePmdMapped, of the /proc/self/smaps entries that overlap the range, whole:
+// a GGUF's mapping is one entry, a --no-mmap copy one entry rounded up to 2 MiB). Decode reads
+// every weight once per token, and reads 4 KiB pages measurably slower. Zeroes when
+// /proc/self/smaps cannot be read.
+struct PageResidency {
+  std::size_t resident = 0, huge = 0;
+};
+PageResidency page_residency(const void* begin, std::size_t size);
+
 }  // namespace mkv

@@ -124,6 +124,7 @@ uint32_t GgufFile::version() const { return impl_->header.version; }
 std::size_t GgufFile::alignment() const { return impl_->header.alignment; }
 std::size_t GgufFile::data_offset() const { return impl_->header.data_offset; }
 std::size_t GgufFile::file_size() const { return impl_->bytes.size(); }
+std::span<const uint8_t> GgufFile::image() const { return impl_->bytes; }
 
 // ---- metadata ----------------------------------------------------------------
 

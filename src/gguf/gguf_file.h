@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -87,6 +88,8 @@ class GgufFile {
   std::size_t alignment() const;   // general.alignment or 32
   std::size_t data_offset() const; // byte offset of the tensor data section
   std::size_t file_size() const;
+  // The file's bytes as loaded: the mapping, or the copy read with --no-mmap.
+  std::span<const uint8_t> image() const;
 
   // ---- metadata (keys in file order) ----
   const std::vector<std::pair<std::string, GgufValue>>& metadata() const;

@@ -2,6 +2,9 @@
 // only one row per prompt micro-batch, for tied and untied classifiers alike. And how a rate is
 // set against the limits read around each repetition.
 #include <gtest/gtest.h>
+#include <sys/mman.h>
+
+#include <cstring>
 
 #include "core/error.h"
 #include "engine/bench.h"
@@ -100,6 +103,33 @@ TEST(BenchPairedFraction, RunBenchReadsAroundEveryRepetition) {
 
 INSTANTIATE_TEST_SUITE_P(TiedAndUntied, BenchAccounting, ::testing::Bool(),
                          [](const auto& info) { return info.param ? "Tied" : "Untied"; });
+
+// page_residency reads /proc/self/smaps: an untouched mapping holds nothing, a touched one is
+// resident whole (in 2 MiB pages or not: that depends on the host's THP setting), and a model
+// read with --no-mmap is resident whole too.
+TEST(BenchPageResidency, CountsTheResidentBytesOfAMapping) {
+  constexpr std::size_t kPage = 4096, kSize = std::size_t{8} << 20;
+  // Inaccessible pages on both sides keep the mapping one smaps entry of its own.
+  auto* region = static_cast<char*>(::mmap(nullptr, kSize + 2 * kPage, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+  ASSERT_NE(region, MAP_FAILED);
+  char* middle = region + kPage;
+  ASSERT_EQ(::mprotect(middle, kSize, PROT_READ | PROT_WRITE), 0);
+  const PageResidency untouched = page_residency(middle, kSize);
+  EXPECT_EQ(untouched.resident, 0u);
+  EXPECT_EQ(untouched.huge, 0u);
+  std::memset(middle, 1, kSize);
+  const PageResidency touched = page_residency(middle, kSize);
+  EXPECT_EQ(touched.resident, kSize);
+  EXPECT_LE(touched.huge, touched.resident);
+  ::munmap(region, kSize + 2 * kPage);
+
+  const auto path = (test::temp_dir() / "page_residency.gguf").string();
+  write_random_model(RandomModelSpec{}, path);
+  const GgufFile read = GgufFile::open(path, GgufFile::Load::Read);
+  const PageResidency image = page_residency(read.image().data(), read.image().size());
+  EXPECT_GE(image.resident, read.file_size()) << "the copy read into memory is resident";
+  EXPECT_LE(image.resident, read.file_size() + (std::size_t{2} << 20));
+}
 
 }  // namespace
 }  // namespace mkv
