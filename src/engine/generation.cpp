@@ -33,11 +33,17 @@ class ReplyText {
     }
     text_ += piece;
     std::size_t cut = std::string::npos;
-    for (const std::string& s : stops_) cut = std::min(cut, text_.find(s));
+    for (const std::string& s : stops_)
+      if (const std::size_t at = text_.find(s); at < cut) {
+        cut = at;
+        matched_ = s;
+      }
     if (cut == std::string::npos) return false;
     text_.resize(cut);
     return true;
   }
+  // The stop string that cut the text (the earliest), once push() returned true.
+  const std::string& matched_stop() const { return matched_; }
 
   // Text that can no longer change: the end of the text that could start a stop string is held.
   std::string take_final() {
@@ -64,6 +70,7 @@ class ReplyText {
   std::vector<std::string> stops_;
   bool strip_space_;
   std::string text_;         // the reply so far, cut at a stop string
+  std::string matched_;      // the stop string it was cut at
   std::size_t given_ = 0;    // bytes of text_ passed to the streamer
   Utf8Streamer streamer_;    // holds back half UTF-8 characters
 };
@@ -142,6 +149,7 @@ GenerationResult continue_generation(Session& session, const Tokenizer* tokenize
     result.tokens.push_back(next);
     if (reply.push(next)) {
       result.stop = StopReason::StopString;
+      result.stop_string = reply.matched_stop();
       break;
     }
     if (!give(reply.take_final())) {

@@ -47,6 +47,7 @@ struct GenerationResult {
   std::vector<int32_t> tokens;    // generated ids, end-of-generation token excluded
   int32_t prompt_tokens = 0;      // tokens fed before the first pick (cancelled in the prefill: fed so far)
   StopReason stop = StopReason::MaxTokens;
+  std::string stop_string;        // the stop string that ended the reply (StopReason::StopString)
   double prefill_seconds = 0.0;   // prompt (compression pass included)
   double decode_seconds = 0.0;    // picking and decoding the reply
 };

@@ -245,6 +245,38 @@ json usage_json(const CompletionOutcome& o) {
           {"kv_press", o.press}};
 }
 
+json timings_json(const CompletionOutcome& o) {
+  auto part = [](int64_t n, double seconds, const char* prefix) {
+    const double ms = 1000.0 * seconds;
+    const std::string p = prefix;
+    return json{{p + "_n", n},
+                {p + "_ms", ms},
+                {p + "_per_token_ms", n > 0 ? ms / double(n) : 0.0},
+                {p + "_per_second", seconds > 0 ? double(n) / seconds : 0.0}};
+  };
+  json timings = part(o.prompt_tokens, o.prompt_seconds, "prompt");
+  timings.update(part(o.completion_tokens, o.decode_seconds, "predicted"));
+  return timings;
+}
+
+json native_response(const CompletionOutcome& o, const std::string& model, const std::string& content) {
+  return {{"index", 0},
+          {"content", content},
+          {"stop", true},
+          {"model", model},
+          {"stop_type", o.stop_type},
+          {"stopping_word", o.stopping_word},
+          {"tokens_predicted", o.completion_tokens},
+          {"tokens_evaluated", o.prompt_tokens},
+          {"truncated", false},
+          {"timings", timings_json(o)},
+          {"kv_bytes_held", o.kv_bytes_held},
+          {"kv_bytes_full", o.kv_bytes_full},
+          {"kv_press", o.press}};
+}
+
+json native_stream_piece(const std::string& text) { return {{"index", 0}, {"content", text}, {"stop", false}}; }
+
 json completion_response(const CompletionRequest& request, const CompletionOutcome& outcome, const std::string& id,
                          int64_t created, const std::string& model) {
   json choice = {{"index", 0}, {"finish_reason", outcome.finish_reason}};
@@ -259,7 +291,8 @@ json completion_response(const CompletionRequest& request, const CompletionOutco
           {"created", created},
           {"model", model},
           {"choices", json::array({choice})},
-          {"usage", usage_json(outcome)}};
+          {"usage", usage_json(outcome)},
+          {"timings", timings_json(outcome)}};
 }
 
 json stream_chunk(const CompletionRequest& request, const std::string& id, int64_t created, const std::string& model,

@@ -42,6 +42,7 @@ std::vector<int32_t> token_ids(const nlohmann::json& array, int n_vocab, const s
 
 struct CompletionRequest {
   bool chat = false;
+  bool native = false;                 // POST /completion: llama-server's own response shapes
   std::string prompt;                  // /v1/completions
   std::vector<int32_t> prompt_ids;     // /v1/completions given token ids (fed as they are), else empty
   std::vector<ChatMessage> messages;   // /v1/chat/completions
@@ -81,12 +82,25 @@ struct CompletionOutcome {
   int64_t kv_bytes_full = 0;   // the same prompt uncompressed
   std::string press;           // canonical spec, "full" without compression
   bool cancelled = false;      // stopped because the client left
+  std::string stop_type;       // llama-server's: "eos" | "word" (a stop string) | "limit" (max_tokens, context)
+  std::string stopping_word;   // the stop string, for "word"
+  double prompt_seconds = 0;   // reading the prompt (its compression included)
+  double decode_seconds = 0;   // generating the reply
 };
 
 nlohmann::json usage_json(const CompletionOutcome& outcome);
+// llama-server's "timings": prompt_n, prompt_ms, prompt_per_token_ms, prompt_per_second and the
+// same four for predicted_*.
+nlohmann::json timings_json(const CompletionOutcome& outcome);
 // A complete (non-streamed) response: "text_completion" or "chat.completion".
 nlohmann::json completion_response(const CompletionRequest& request, const CompletionOutcome& outcome,
                                    const std::string& id, int64_t created, const std::string& model);
+// POST /completion's response (llama-server's native shape): content, stop, stop_type,
+// stopping_word, tokens_predicted, tokens_evaluated, timings, and usage's KV fields. `content`
+// is the reply, or "" as the last event of a stream.
+nlohmann::json native_response(const CompletionOutcome& outcome, const std::string& model, const std::string& content);
+// One event of a POST /completion stream before its last: {"index": 0, "content": text, "stop": false}.
+nlohmann::json native_stream_piece(const std::string& text);
 // One stream chunk: a text delta (finish_reason null), or the final chunk (finish_reason set,
 // empty delta). `first` adds the assistant role to a chat delta.
 nlohmann::json stream_chunk(const CompletionRequest& request, const std::string& id, int64_t created,

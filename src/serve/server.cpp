@@ -333,6 +333,10 @@ struct Server::State {
     out.completion_tokens = int64_t(g.tokens.size());
     out.finish_reason = g.stop == StopReason::MaxTokens || g.stop == StopReason::ContextFull ? "length" : "stop";
     out.cancelled = g.stop == StopReason::Cancelled;
+    out.stop_type = g.stop == StopReason::EndOfGeneration ? "eos" : g.stop == StopReason::StopString ? "word" : "limit";
+    out.stopping_word = g.stop_string;
+    out.prompt_seconds = g.prefill_seconds;
+    out.decode_seconds = g.decode_seconds;
     requests_total += 1;
     requests_cancelled_total += out.cancelled;
     prompt_tokens_total += out.prompt_tokens;
@@ -346,8 +350,13 @@ struct Server::State {
   // A request whose client left before its generation started: counted, not run.
   void cancelled_before_start() { ++requests_cancelled_total; }
 
-  void completion(const httplib::Request& req, const std::string& body, httplib::Response& res, bool chat) {
-    const CompletionRequest r = parse_completion_request(body, chat, std::random_device{}(), tokenizer.n_vocab());
+  // The API a completion route speaks.
+  enum class Api { Completions, Chat, Native };  // /v1/completions, /v1/chat/completions, /completion
+
+  void completion(const httplib::Request& req, const std::string& body, httplib::Response& res, Api api) {
+    const bool chat = api == Api::Chat;
+    CompletionRequest r = parse_completion_request(body, chat, std::random_device{}(), tokenizer.n_vocab());
+    r.native = api == Api::Native;
     const PressConfig press = request_press(r, options.press, options.budget);
     auto sampler = std::make_shared<Sampler>([&] {
       try {
@@ -398,7 +407,8 @@ struct Server::State {
           run(r, press_object.get(), tokens, *sampler, *reservation, *client,
               [&](std::string_view) { return !client->gone(); });
       if (out.cancelled) return;  // nobody to reply to
-      send_json(res, 200, completion_response(r, out, id, created, model_name));
+      send_json(res, 200, r.native ? native_response(out, model_name, out.text)
+                                   : completion_response(r, out, id, created, model_name));
       return;
     }
     // Server-sent events; the provider runs on this connection's thread after the handler returns
@@ -423,11 +433,14 @@ struct Server::State {
               const CompletionOutcome out = run(r, press_object.get(), tokens, *sampler, *reservation, *client,
                                                 [&](std::string_view piece) {
                 connected = !client->gone() &&
-                            event(stream_chunk(r, id, created, model_name, std::string(piece), first, std::nullopt));
+                            event(r.native ? native_stream_piece(std::string(piece))
+                                           : stream_chunk(r, id, created, model_name, std::string(piece), first, std::nullopt));
                 first = false;
                 return connected;
               });
-              if (connected) {
+              if (connected && r.native) {  // llama-server's native stream ends with stop: true, no [DONE]
+                event(native_response(out, model_name, ""));
+              } else if (connected) {
                 event(stream_chunk(r, id, created, model_name, "", first, out.finish_reason));
                 if (r.include_usage)
                   event({{"id", id}, {"object", r.chat ? "chat.completion.chunk" : "text_completion"}, {"created", created},
@@ -545,10 +558,14 @@ Server::Server(Transformer& model, const Tokenizer& tokenizer, ServerOptions opt
                                                 {"kv_press", s.options.press.spec()}}}}})}});
   });
   const std::size_t max_body = s.options.max_body_bytes;
+  using Api = State::Api;
   http.Post("/v1/completions", body_route(max_body, [&s](const httplib::Request& req, const std::string& body,
-                                                         httplib::Response& res) { s.completion(req, body, res, false); }));
+                                                         httplib::Response& res) { s.completion(req, body, res, Api::Completions); }));
   http.Post("/v1/chat/completions", body_route(max_body, [&s](const httplib::Request& req, const std::string& body,
-                                                              httplib::Response& res) { s.completion(req, body, res, true); }));
+                                                              httplib::Response& res) { s.completion(req, body, res, Api::Chat); }));
+  for (const char* native : {"/completion", "/completions"})  // llama-server answers both
+    http.Post(native, body_route(max_body, [&s](const httplib::Request& req, const std::string& body,
+                                                httplib::Response& res) { s.completion(req, body, res, Api::Native); }));
   http.Post("/tokenize", body_route(max_body, [&s](const httplib::Request&, const std::string& text, httplib::Response& res) {
     const json body = json::parse(text, nullptr, /*allow_exceptions=*/false);
     if (!body.is_object() || !body.contains("content") || !body["content"].is_string())

@@ -86,6 +86,7 @@ TEST_F(GenerationLoop, StopStringCutsTheReplyAndIsNeverStreamed) {
   std::string streamed;
   const GenerationResult r = run(s, params, &streamed);
   EXPECT_EQ(r.stop, StopReason::StopString);
+  EXPECT_EQ(r.stop_string, stop);
   EXPECT_EQ(r.text, full.substr(0, at));
   EXPECT_EQ(streamed, r.text);  // the held-back prefix of the stop string was not given out
   EXPECT_LT(r.tokens.size(), expected_.size());

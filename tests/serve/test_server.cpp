@@ -208,6 +208,58 @@ TEST_F(Serve, StreamedChunksCarryTheSameTextAndEndWithDone) {
   EXPECT_EQ(events[events.size() - 2]["usage"]["completion_tokens"], 10);
 }
 
+// POST /completion speaks llama-server's native shape: the same text as /v1/completions, with
+// stop_type ("limit", "word" and its stopping_word), the token counts and timings; its stream is
+// {"content", "stop": false} events and a last one with "stop": true and no [DONE]. /completions
+// answers the same.
+TEST_F(Serve, NativeCompletionSpeaksLlamaServersShape) {
+  auto c = client();
+  const json openai = post(c, "/v1/completions", {{"prompt", "Once upon a time"}, {"max_tokens", 12}, {"temperature", 0}});
+  EXPECT_EQ(openai["timings"]["predicted_n"], 12);
+  EXPECT_EQ(openai["timings"]["prompt_n"], openai["usage"]["prompt_tokens"]);
+  EXPECT_GT(openai["timings"]["predicted_ms"].get<double>(), 0);
+  const json request = {{"prompt", "Once upon a time"}, {"n_predict", 12}, {"temperature", 0}};
+  for (const char* path : {"/completion", "/completions"}) {
+    const json native = post(c, path, request);
+    EXPECT_EQ(native["content"], openai["choices"][0]["text"]) << path;
+    EXPECT_EQ(native["stop"], true);
+    EXPECT_EQ(native["stop_type"], "limit");
+    EXPECT_EQ(native["stopping_word"], "");
+    EXPECT_EQ(native["tokens_predicted"], 12);
+    EXPECT_EQ(native["tokens_evaluated"], openai["usage"]["prompt_tokens"]);
+    EXPECT_EQ(native["timings"]["predicted_n"], 12);
+    EXPECT_EQ(native["timings"]["prompt_n"], native["tokens_evaluated"]);
+    EXPECT_EQ(native["kv_press"], "full");
+  }
+  const std::string text = openai["choices"][0]["text"];
+  const std::string stop = text.substr(text.find("little") == std::string::npos ? 3 : text.find("little"), 3);
+  json stopped_request = request;
+  stopped_request["stop"] = {stop};
+  const json stopped = post(c, "/completion", stopped_request);
+  EXPECT_EQ(stopped["stop_type"], "word");
+  EXPECT_EQ(stopped["stopping_word"], stop);
+  EXPECT_EQ(stopped["content"], text.substr(0, text.find(stop)));
+
+  json streamed_request = request;
+  streamed_request["stream"] = true;
+  const auto res = c.Post("/completion", streamed_request.dump(), "application/json");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200);
+  EXPECT_EQ(res->body.find("[DONE]"), std::string::npos);
+  const std::vector<json> events = events_of(res->body);
+  ASSERT_GE(events.size(), 2u);
+  std::string streamed;
+  for (std::size_t i = 0; i + 1 < events.size(); ++i) {
+    EXPECT_EQ(events[i]["stop"], false);
+    streamed += events[i]["content"].get<std::string>();
+  }
+  EXPECT_EQ(streamed, text);
+  EXPECT_EQ(events.back()["stop"], true);
+  EXPECT_EQ(events.back()["content"], "");
+  EXPECT_EQ(events.back()["stop_type"], "limit");
+  EXPECT_EQ(events.back()["tokens_predicted"], 12);
+}
+
 TEST_F(Serve, StopStringsEndTheReplyBeforeThem) {
   auto c = client();
   const json whole = post(c, "/v1/completions", {{"prompt", "Once upon a time"}, {"max_tokens", 16}, {"temperature", 0}});
