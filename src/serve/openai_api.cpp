@@ -1,7 +1,9 @@
 #include "serve/openai_api.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <numeric>
 
 #include "core/error.h"
 #include "core/text_file.h"
@@ -187,7 +189,25 @@ CompletionRequest parse_completion_request(const std::string& body, bool chat, u
     }
   }
   if (given(j, "n") && integer(j, "n", 1, 1) != 1) bad("n", "only n=1 is supported");
+  constexpr int64_t kMaxTopLogprobs = 20;
+  if (chat) {
+    const bool wanted = given(j, "logprobs") && boolean(j, "logprobs");
+    if (given(j, "top_logprobs")) {
+      const int top = int(integer(j, "top_logprobs", 0, kMaxTopLogprobs));
+      if (!wanted) bad("top_logprobs", "'top_logprobs' needs 'logprobs': true");
+      r.logprobs = top;
+    } else if (wanted) {
+      r.logprobs = 0;
+    }
+  } else {
+    if (given(j, "logprobs")) r.logprobs = int(integer(j, "logprobs", 0, kMaxTopLogprobs));
+    if (given(j, "n_probs") && integer(j, "n_probs", 0, kMaxTopLogprobs) > 0)
+      r.logprobs = int(integer(j, "n_probs", 0, kMaxTopLogprobs));
+  }
+  if (given(j, "echo") && boolean(j, "echo")) bad("echo", "'echo' is not supported: the reply never repeats the prompt");
   if (given(j, "stream")) r.stream = boolean(j, "stream");
+  if (r.stream && r.logprobs >= 0)
+    bad(chat ? "logprobs" : given(j, "n_probs") ? "n_probs" : "logprobs", "log-probabilities are given with non-streamed replies only");
   if (given(j, "ignore_eos")) r.ignore_eos = boolean(j, "ignore_eos");
   if (j.contains("stream_options") && j["stream_options"].is_object() && j["stream_options"].contains("include_usage"))
     r.include_usage = j["stream_options"]["include_usage"].is_boolean() && j["stream_options"]["include_usage"].get<bool>();
@@ -245,6 +265,65 @@ json usage_json(const CompletionOutcome& o) {
           {"kv_press", o.press}};
 }
 
+TokenLogprob token_logprob(std::span<const float> logits, int32_t token, int top_n,
+                           const std::function<std::string(int32_t)>& piece) {
+  const float max = *std::max_element(logits.begin(), logits.end());
+  double sum = 0;
+  for (const float l : logits) sum += std::exp(double(l - max));
+  const float log_z = max + float(std::log(sum));
+  auto alternative = [&](int32_t id) { return TokenLogprob::Alternative{id, piece(id), logits[std::size_t(id)] - log_z}; };
+  TokenLogprob t;
+  t.chosen = alternative(token);
+  std::vector<int32_t> ids(logits.size());
+  std::iota(ids.begin(), ids.end(), 0);
+  const auto n = std::min<std::size_t>(std::size_t(std::max(top_n, 0)), ids.size());
+  std::partial_sort(ids.begin(), ids.begin() + std::ptrdiff_t(n), ids.end(), [&](int32_t a, int32_t b) {
+    return logits[std::size_t(a)] > logits[std::size_t(b)] || (logits[std::size_t(a)] == logits[std::size_t(b)] && a < b);
+  });
+  for (std::size_t i = 0; i < n; ++i) t.top.push_back(alternative(ids[i]));
+  return t;
+}
+
+namespace {
+
+json bytes_of(const std::string& piece) {
+  json bytes = json::array();
+  for (const char c : piece) bytes.push_back(int(static_cast<unsigned char>(c)));
+  return bytes;
+}
+
+// OpenAI's logprobs: a completion's {tokens, token_logprobs, top_logprobs, text_offset}, a chat
+// reply's {content: [{token, logprob, bytes, top_logprobs}]}.
+json openai_logprobs(const CompletionRequest& request, const std::vector<TokenLogprob>& logprobs) {
+  if (request.chat) {
+    json content = json::array();
+    for (const TokenLogprob& t : logprobs) {
+      json top = json::array();
+      for (const auto& a : t.top) top.push_back({{"token", a.piece}, {"logprob", a.logprob}, {"bytes", bytes_of(a.piece)}});
+      content.push_back({{"token", t.chosen.piece}, {"logprob", t.chosen.logprob}, {"bytes", bytes_of(t.chosen.piece)},
+                         {"top_logprobs", top}});
+    }
+    return {{"content", content}};
+  }
+  json tokens = json::array(), token_logprobs = json::array(), top_logprobs = json::array(), offsets = json::array();
+  std::size_t offset = 0;
+  for (const TokenLogprob& t : logprobs) {
+    tokens.push_back(t.chosen.piece);
+    token_logprobs.push_back(t.chosen.logprob);
+    json top = json::object();
+    for (const auto& a : t.top) top[a.piece] = a.logprob;
+    top_logprobs.push_back(top);
+    offsets.push_back(offset);
+    offset += t.chosen.piece.size();
+  }
+  return {{"tokens", tokens},
+          {"token_logprobs", token_logprobs},
+          {"top_logprobs", request.logprobs > 0 ? top_logprobs : json(nullptr)},
+          {"text_offset", offsets}};
+}
+
+}  // namespace
+
 json timings_json(const CompletionOutcome& o) {
   auto part = [](int64_t n, double seconds, const char* prefix) {
     const double ms = 1000.0 * seconds;
@@ -260,7 +339,15 @@ json timings_json(const CompletionOutcome& o) {
 }
 
 json native_response(const CompletionOutcome& o, const std::string& model, const std::string& content) {
-  return {{"index", 0},
+  json probabilities = json::array();  // llama-server's completion_probabilities (n_probs > 0)
+  for (const TokenLogprob& t : o.logprobs) {
+    json top = json::array();
+    for (const auto& a : t.top)
+      top.push_back({{"id", a.id}, {"token", a.piece}, {"logprob", a.logprob}, {"bytes", bytes_of(a.piece)}});
+    probabilities.push_back({{"id", t.chosen.id}, {"token", t.chosen.piece}, {"logprob", t.chosen.logprob},
+                             {"bytes", bytes_of(t.chosen.piece)}, {"top_logprobs", top}});
+  }
+  json body = {{"index", 0},
           {"content", content},
           {"stop", true},
           {"model", model},
@@ -273,6 +360,8 @@ json native_response(const CompletionOutcome& o, const std::string& model, const
           {"kv_bytes_held", o.kv_bytes_held},
           {"kv_bytes_full", o.kv_bytes_full},
           {"kv_press", o.press}};
+  if (!o.logprobs.empty()) body["completion_probabilities"] = probabilities;
+  return body;
 }
 
 json native_stream_piece(const std::string& text) { return {{"index", 0}, {"content", text}, {"stop", false}}; }
@@ -280,12 +369,11 @@ json native_stream_piece(const std::string& text) { return {{"index", 0}, {"cont
 json completion_response(const CompletionRequest& request, const CompletionOutcome& outcome, const std::string& id,
                          int64_t created, const std::string& model) {
   json choice = {{"index", 0}, {"finish_reason", outcome.finish_reason}};
-  if (request.chat) {
+  choice["logprobs"] = request.logprobs >= 0 ? openai_logprobs(request, outcome.logprobs) : json(nullptr);
+  if (request.chat)
     choice["message"] = {{"role", "assistant"}, {"content", outcome.text}};
-  } else {
+  else
     choice["text"] = outcome.text;
-    choice["logprobs"] = nullptr;
-  }
   return {{"id", id},
           {"object", request.chat ? "chat.completion" : "text_completion"},
           {"created", created},

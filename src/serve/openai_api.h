@@ -6,7 +6,9 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <functional>
 #include <optional>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -52,6 +54,9 @@ struct CompletionRequest {
   bool ignore_eos = false;
   bool stream = false;
   bool include_usage = false;          // stream_options.include_usage
+  int logprobs = -1;                   // -1: none; else each reply token's log-probability and this many
+                                       // most probable alternatives (completions' logprobs: N, chat's
+                                       // logprobs + top_logprobs, /completion's n_probs)
   std::string model;                   // echoed back ("" = the server's model name)
   // Compression extensions; absent = the server's --press / --kv-budget / --compression-ratio.
   std::optional<std::string> kv_press;
@@ -72,6 +77,20 @@ CompletionRequest parse_completion_request(const std::string& body, bool chat, u
 PressConfig request_press(const CompletionRequest& request, const PressConfig& server_press,
                           const std::optional<Budget>& server_budget);
 
+// One reply token's log-probability under the model (the log-softmax of its logits at temperature
+// 1, before any sampler truncation), with the most probable tokens at that step.
+struct TokenLogprob {
+  struct Alternative {
+    int32_t id = 0;
+    std::string piece;  // its text (bytes as the tokenizer gives them)
+    float logprob = 0;
+  };
+  Alternative chosen;
+  std::vector<Alternative> top;  // most probable first
+};
+TokenLogprob token_logprob(std::span<const float> logits, int32_t token, int top_n,
+                           const std::function<std::string(int32_t)>& piece);
+
 // What a finished generation reports, for the response bodies.
 struct CompletionOutcome {
   std::string text;
@@ -86,6 +105,8 @@ struct CompletionOutcome {
   std::string stopping_word;   // the stop string, for "word"
   double prompt_seconds = 0;   // reading the prompt (its compression included)
   double decode_seconds = 0;   // generating the reply
+  std::vector<TokenLogprob> logprobs;  // per reply token, when the request asked (its text's tokens:
+                                       // none past a stop string's cut)
 };
 
 nlohmann::json usage_json(const CompletionOutcome& outcome);

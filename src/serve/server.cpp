@@ -316,7 +316,13 @@ struct Server::State {
     params.stop = r.stop;
     params.reply_starts_text = r.chat;  // a completion continues its prompt; a chat reply stands alone
     GenerationCallbacks callbacks;
-    callbacks.pick = [&](std::span<const float> logits) { return sampler.sample(logits); };
+    callbacks.pick = [&](std::span<const float> logits) {
+      const int32_t token = sampler.sample(logits);
+      if (r.logprobs >= 0)
+        out.logprobs.push_back(
+            token_logprob(logits, token, r.logprobs, [this](int32_t id) { return tokenizer.token_to_piece(id); }));
+      return token;
+    };
     callbacks.on_text = on_text;
     callbacks.keep_going = [&] { return !client_left(); };
     callbacks.on_prompt = [&] {
@@ -335,6 +341,13 @@ struct Server::State {
     out.cancelled = g.stop == StopReason::Cancelled;
     out.stop_type = g.stop == StopReason::EndOfGeneration ? "eos" : g.stop == StopReason::StopString ? "word" : "limit";
     out.stopping_word = g.stop_string;
+    // The picks that are reply tokens (not an end-of-generation pick), up to a stop string's cut.
+    out.logprobs.resize(std::min(out.logprobs.size(), g.tokens.size()));
+    for (std::size_t i = 0, offset = 0; i < out.logprobs.size(); offset += out.logprobs[i++].chosen.piece.size())
+      if (offset >= g.text.size() && g.stop == StopReason::StopString) {
+        out.logprobs.resize(i);
+        break;
+      }
     out.prompt_seconds = g.prefill_seconds;
     out.decode_seconds = g.decode_seconds;
     requests_total += 1;

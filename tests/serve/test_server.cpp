@@ -2,6 +2,7 @@
 // Greedy completions equal `momentkv generate --temp 0` (full cache and a press), streams carry the
 // same text, every bad request gets OpenAI's error body and the server keeps serving.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <nlohmann/json.hpp>
@@ -15,7 +16,10 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <random>
 #include <string>
 #include <thread>
@@ -258,6 +262,76 @@ TEST_F(Serve, NativeCompletionSpeaksLlamaServersShape) {
   EXPECT_EQ(events.back()["content"], "");
   EXPECT_EQ(events.back()["stop_type"], "limit");
   EXPECT_EQ(events.back()["tokens_predicted"], 12);
+}
+
+// Log-probabilities are the model's: each reply token's log-softmax, checked against `momentkv
+// logits` on the prompt and the reply (the same fp16 cache; the reply decoded one token at a time
+// there, evaluated in one pass here), with the most probable alternatives in order. The OpenAI
+// completion shape carries the same numbers and text offsets; nothing past a stop string's cut.
+TEST_F(Serve, LogprobsAreTheModelsLogSoftmax) {
+  auto c = client();
+  const json native = post(c, "/completion", {{"prompt", "Once upon a time"}, {"n_predict", 6}, {"temperature", 0}, {"n_probs", 3}});
+  const json& probs = native["completion_probabilities"];
+  ASSERT_EQ(probs.size(), 6u);
+  std::vector<int32_t> ids = post(c, "/tokenize", {{"content", "Once upon a time"}, {"add_special", true}})["tokens"];
+  const std::size_t n_prompt = ids.size();
+  ASSERT_EQ(native["tokens_evaluated"], n_prompt);
+  for (const json& p : probs) ids.push_back(p["id"].get<int32_t>());
+  const std::string logits_file = (test::temp_dir() / "logprobs.f32").string();
+  const std::string command = fmt::format("{} logits -m {} --tokens {} -ctk f16 -ctv f16 -o {} 2>/dev/null", MOMENTKV_BIN,
+                                          test::trained_model_path(), fmt::join(ids, ","), logits_file);
+  ASSERT_EQ(std::system(command.c_str()), 0) << command;
+  const std::string bytes = test::read_file(logits_file);
+  const std::size_t n_vocab = bytes.size() / sizeof(float) / ids.size();
+  ASSERT_EQ(bytes.size(), ids.size() * n_vocab * sizeof(float));
+  std::vector<float> logits(ids.size() * n_vocab);
+  std::memcpy(logits.data(), bytes.data(), bytes.size());
+  std::string text;
+  for (std::size_t i = 0; i < probs.size(); ++i) {
+    const float* row = logits.data() + (n_prompt - 1 + i) * n_vocab;  // predicts reply token i
+    double sum = 0;
+    const float max = *std::max_element(row, row + n_vocab);
+    for (std::size_t v = 0; v < n_vocab; ++v) sum += std::exp(double(row[v] - max));
+    const double log_z = max + std::log(sum);
+    EXPECT_NEAR(probs[i]["logprob"].get<double>(), row[ids[n_prompt + i]] - log_z, 1e-3) << "reply token " << i;
+    const json& top = probs[i]["top_logprobs"];
+    ASSERT_EQ(top.size(), 3u);
+    EXPECT_EQ(top[0]["id"], probs[i]["id"]) << "a greedy pick is the most probable token";
+    for (std::size_t k = 0; k < top.size(); ++k) {
+      EXPECT_NEAR(top[k]["logprob"].get<double>(), row[top[k]["id"].get<int32_t>()] - log_z, 1e-3);
+      if (k > 0) EXPECT_GE(top[k - 1]["logprob"].get<double>(), top[k]["logprob"].get<double>());
+    }
+    text += probs[i]["token"].get<std::string>();
+  }
+  EXPECT_EQ(text, native["content"]);
+
+  const json openai = post(c, "/v1/completions",
+                           {{"prompt", "Once upon a time"}, {"max_tokens", 6}, {"temperature", 0}, {"logprobs", 2}});
+  const json& lp = openai["choices"][0]["logprobs"];
+  ASSERT_EQ(lp["tokens"].size(), 6u);
+  std::size_t offset = 0;
+  for (std::size_t i = 0; i < 6; ++i) {
+    EXPECT_EQ(lp["tokens"][i], probs[i]["token"]);
+    EXPECT_NEAR(lp["token_logprobs"][i].get<double>(), probs[i]["logprob"].get<double>(), 1e-6);
+    EXPECT_EQ(lp["text_offset"][i], offset);
+    EXPECT_EQ(lp["top_logprobs"][i].size(), 2u);
+    offset += lp["tokens"][i].get<std::string>().size();
+  }
+  EXPECT_TRUE(post(c, "/v1/completions", {{"prompt", "Tom"}, {"max_tokens", 2}})["choices"][0]["logprobs"].is_null());
+  // A stop string inside the third token: the entries end with it.
+  json stopped_request = {{"prompt", "Once upon a time"}, {"max_tokens", 6}, {"temperature", 0}, {"logprobs", 0}};
+  const std::string third = probs[2]["token"];
+  stopped_request["stop"] = third.substr(1);
+  const json stopped = post(c, "/v1/completions", stopped_request)["choices"][0];
+  EXPECT_EQ(stopped["logprobs"]["tokens"].size(), 3u) << stopped.dump();
+  EXPECT_TRUE(stopped["logprobs"]["top_logprobs"].is_null());
+
+  expect_error(post(c, "/v1/completions", {{"prompt", "x"}, {"logprobs", 1}, {"stream", true}}, 400), 400,
+               "invalid_request_error", "logprobs");
+  expect_error(post(c, "/v1/completions", {{"prompt", "x"}, {"logprobs", 21}}, 400), 400, "invalid_request_error", "logprobs");
+  expect_error(post(c, "/v1/completions", {{"prompt", "x"}, {"echo", true}}, 400), 400, "invalid_request_error", "echo");
+  expect_error(post(c, "/v1/chat/completions", {{"messages", {{{"role", "user"}, {"content", "x"}}}}, {"top_logprobs", 2}}, 400),
+               400, "invalid_request_error", "top_logprobs");
 }
 
 TEST_F(Serve, StopStringsEndTheReplyBeforeThem) {
@@ -946,8 +1020,16 @@ TEST(ServeOptions, ApiKeyChatTemplateAndShutdown) {
   c.set_bearer_token_auth("sekret");
   EXPECT_EQ(c.Get("/v1/models")->status, 200);
   const json chat = post(c, "/v1/chat/completions",
-                         {{"messages", {{{"role", "user"}, {"content", "Tell me a story."}}}}, {"max_tokens", 4}});
+                         {{"messages", {{{"role", "user"}, {"content", "Tell me a story."}}}}, {"max_tokens", 4},
+                          {"logprobs", true}, {"top_logprobs", 2}});
   EXPECT_EQ(chat["object"], "chat.completion");
+  const json& content_logprobs = chat["choices"][0]["logprobs"]["content"];  // OpenAI's chat shape
+  ASSERT_EQ(content_logprobs.size(), 4u) << chat.dump();
+  for (const json& t : content_logprobs) {
+    EXPECT_LE(t["logprob"].get<double>(), 0.0);
+    EXPECT_TRUE(t["bytes"].is_array());
+    EXPECT_EQ(t["top_logprobs"].size(), 2u);
+  }
   EXPECT_EQ(chat["choices"][0]["message"]["role"], "assistant");
   EXPECT_TRUE(chat["choices"][0]["message"]["content"].is_string());
   EXPECT_EQ(server.stop(), 0);  // SIGTERM: a clean exit
