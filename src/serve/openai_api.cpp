@@ -206,8 +206,6 @@ CompletionRequest parse_completion_request(const std::string& body, bool chat, u
   }
   if (given(j, "echo") && boolean(j, "echo")) bad("echo", "'echo' is not supported: the reply never repeats the prompt");
   if (given(j, "stream")) r.stream = boolean(j, "stream");
-  if (r.stream && r.logprobs >= 0)
-    bad(chat ? "logprobs" : given(j, "n_probs") ? "n_probs" : "logprobs", "log-probabilities are given with non-streamed replies only");
   if (given(j, "ignore_eos")) r.ignore_eos = boolean(j, "ignore_eos");
   if (j.contains("stream_options") && j["stream_options"].is_object() && j["stream_options"].contains("include_usage"))
     r.include_usage = j["stream_options"]["include_usage"].is_boolean() && j["stream_options"]["include_usage"].get<bool>();
@@ -292,9 +290,9 @@ json bytes_of(const std::string& piece) {
   return bytes;
 }
 
-// OpenAI's logprobs: a completion's {tokens, token_logprobs, top_logprobs, text_offset}, a chat
-// reply's {content: [{token, logprob, bytes, top_logprobs}]}.
-json openai_logprobs(const CompletionRequest& request, const std::vector<TokenLogprob>& logprobs) {
+}  // namespace
+
+json openai_logprobs(const CompletionRequest& request, std::span<const TokenLogprob> logprobs, std::size_t first_offset) {
   if (request.chat) {
     json content = json::array();
     for (const TokenLogprob& t : logprobs) {
@@ -306,7 +304,7 @@ json openai_logprobs(const CompletionRequest& request, const std::vector<TokenLo
     return {{"content", content}};
   }
   json tokens = json::array(), token_logprobs = json::array(), top_logprobs = json::array(), offsets = json::array();
-  std::size_t offset = 0;
+  std::size_t offset = first_offset;
   for (const TokenLogprob& t : logprobs) {
     tokens.push_back(t.chosen.piece);
     token_logprobs.push_back(t.chosen.logprob);
@@ -322,7 +320,17 @@ json openai_logprobs(const CompletionRequest& request, const std::vector<TokenLo
           {"text_offset", offsets}};
 }
 
-}  // namespace
+json native_probabilities(std::span<const TokenLogprob> logprobs) {
+  json probabilities = json::array();
+  for (const TokenLogprob& t : logprobs) {
+    json top = json::array();
+    for (const auto& a : t.top)
+      top.push_back({{"id", a.id}, {"token", a.piece}, {"logprob", a.logprob}, {"bytes", bytes_of(a.piece)}});
+    probabilities.push_back({{"id", t.chosen.id}, {"token", t.chosen.piece}, {"logprob", t.chosen.logprob},
+                             {"bytes", bytes_of(t.chosen.piece)}, {"top_logprobs", top}});
+  }
+  return probabilities;
+}
 
 json timings_json(const CompletionOutcome& o) {
   auto part = [](int64_t n, double seconds, const char* prefix) {
@@ -339,14 +347,6 @@ json timings_json(const CompletionOutcome& o) {
 }
 
 json native_response(const CompletionOutcome& o, const std::string& model, const std::string& content) {
-  json probabilities = json::array();  // llama-server's completion_probabilities (n_probs > 0)
-  for (const TokenLogprob& t : o.logprobs) {
-    json top = json::array();
-    for (const auto& a : t.top)
-      top.push_back({{"id", a.id}, {"token", a.piece}, {"logprob", a.logprob}, {"bytes", bytes_of(a.piece)}});
-    probabilities.push_back({{"id", t.chosen.id}, {"token", t.chosen.piece}, {"logprob", t.chosen.logprob},
-                             {"bytes", bytes_of(t.chosen.piece)}, {"top_logprobs", top}});
-  }
   json body = {{"index", 0},
           {"content", content},
           {"stop", true},
@@ -360,11 +360,16 @@ json native_response(const CompletionOutcome& o, const std::string& model, const
           {"kv_bytes_held", o.kv_bytes_held},
           {"kv_bytes_full", o.kv_bytes_full},
           {"kv_press", o.press}};
-  if (!o.logprobs.empty()) body["completion_probabilities"] = probabilities;
+  if (!o.logprobs.empty()) body["completion_probabilities"] = native_probabilities(o.logprobs);
   return body;
 }
 
-json native_stream_piece(const std::string& text) { return {{"index", 0}, {"content", text}, {"stop", false}}; }
+json native_stream_piece(const CompletionRequest& request, const std::string& text,
+                         std::span<const TokenLogprob> logprobs) {
+  json piece = {{"index", 0}, {"content", text}, {"stop", false}};
+  if (request.logprobs >= 0) piece["completion_probabilities"] = native_probabilities(logprobs);
+  return piece;
+}
 
 json completion_response(const CompletionRequest& request, const CompletionOutcome& outcome, const std::string& id,
                          int64_t created, const std::string& model) {
@@ -384,8 +389,10 @@ json completion_response(const CompletionRequest& request, const CompletionOutco
 }
 
 json stream_chunk(const CompletionRequest& request, const std::string& id, int64_t created, const std::string& model,
-                  const std::string& text, bool first, const std::optional<std::string>& finish_reason) {
+                  const std::string& text, bool first, const std::optional<std::string>& finish_reason,
+                  const json& logprobs) {
   json choice = {{"index", 0}, {"finish_reason", finish_reason ? json(*finish_reason) : json(nullptr)}};
+  choice["logprobs"] = logprobs;
   if (request.chat) {
     json delta = json::object();
     if (first) delta["role"] = "assistant";
@@ -393,7 +400,6 @@ json stream_chunk(const CompletionRequest& request, const std::string& id, int64
     choice["delta"] = delta;
   } else {
     choice["text"] = text;
-    choice["logprobs"] = nullptr;
   }
   return {{"id", id},
           {"object", request.chat ? "chat.completion.chunk" : "text_completion"},

@@ -116,16 +116,28 @@ nlohmann::json timings_json(const CompletionOutcome& outcome);
 // A complete (non-streamed) response: "text_completion" or "chat.completion".
 nlohmann::json completion_response(const CompletionRequest& request, const CompletionOutcome& outcome,
                                    const std::string& id, int64_t created, const std::string& model);
+// OpenAI's logprobs of these reply tokens: a completion's {tokens, token_logprobs, top_logprobs
+// (null when no alternatives were asked), text_offset (from first_offset: the reply's bytes
+// before them)}, a chat reply's {content: [{token, logprob, bytes, top_logprobs}]}.
+nlohmann::json openai_logprobs(const CompletionRequest& request, std::span<const TokenLogprob> logprobs,
+                               std::size_t first_offset = 0);
+// llama-server's completion_probabilities: [{id, token, logprob, bytes, top_logprobs: [{id, token,
+// logprob, bytes}]}].
+nlohmann::json native_probabilities(std::span<const TokenLogprob> logprobs);
 // POST /completion's response (llama-server's native shape): content, stop, stop_type,
 // stopping_word, tokens_predicted, tokens_evaluated, timings, and usage's KV fields. `content`
 // is the reply, or "" as the last event of a stream.
 nlohmann::json native_response(const CompletionOutcome& outcome, const std::string& model, const std::string& content);
-// One event of a POST /completion stream before its last: {"index": 0, "content": text, "stop": false}.
-nlohmann::json native_stream_piece(const std::string& text);
+// One event of a POST /completion stream before its last: {"index": 0, "content": text, "stop": false},
+// with the completion_probabilities of its tokens when the request asked (n_probs).
+nlohmann::json native_stream_piece(const CompletionRequest& request, const std::string& text,
+                                   std::span<const TokenLogprob> logprobs);
 // One stream chunk: a text delta (finish_reason null), or the final chunk (finish_reason set,
-// empty delta). `first` adds the assistant role to a chat delta.
+// empty delta). `first` adds the assistant role to a chat delta. `logprobs`: the chunk's
+// choice.logprobs (openai_logprobs of its tokens), null when the request asked none.
 nlohmann::json stream_chunk(const CompletionRequest& request, const std::string& id, int64_t created,
                             const std::string& model, const std::string& text, bool first,
-                            const std::optional<std::string>& finish_reason);
+                            const std::optional<std::string>& finish_reason,
+                            const nlohmann::json& logprobs = nullptr);
 
 }  // namespace mkv::serve

@@ -289,12 +289,16 @@ struct Server::State {
     return tokens;
   }
 
-  // Runs one generation; on_text receives the reply as it becomes final (false: the client left).
+  // Receives the reply as it becomes final, with the log-probabilities of the tokens picked since the
+  // previous piece (when the request asked); false: the client left.
+  using ReplySink = std::function<bool(std::string_view text, std::span<const TokenLogprob> logprobs)>;
+
+  // Runs one generation; on_text receives the reply as it becomes final.
   // press: null for the full cache. reservation: shrunk once the prompt is compressed. client:
   // asked while the prompt waits for its prefill turn and between its prefill chunks.
   CompletionOutcome run(const CompletionRequest& r, Press* press, std::span<const int32_t> tokens, Sampler& sampler,
                         KvAdmission::Reservation& reservation, const ClientConnection& client,
-                        const std::function<bool(std::string_view)>& on_text) {
+                        const ReplySink& on_text) {
     SessionOptions so = options.session;
     so.n_ctx = n_ctx;
     so.press = press;
@@ -318,12 +322,18 @@ struct Server::State {
     GenerationCallbacks callbacks;
     callbacks.pick = [&](std::span<const float> logits) {
       const int32_t token = sampler.sample(logits);
-      if (r.logprobs >= 0)
+      const bool ends = !r.ignore_eos && tokenizer.is_end_of_generation(token);  // the loop's test: not a reply token
+      if (r.logprobs >= 0 && !ends)
         out.logprobs.push_back(
             token_logprob(logits, token, r.logprobs, [this](int32_t id) { return tokenizer.token_to_piece(id); }));
       return token;
     };
-    callbacks.on_text = on_text;
+    std::size_t logprobs_given = 0;  // entries of out.logprobs handed to on_text so far
+    callbacks.on_text = [&](std::string_view text) {
+      const auto fresh = std::span<const TokenLogprob>(out.logprobs).subspan(logprobs_given);
+      logprobs_given = out.logprobs.size();
+      return on_text(text, fresh);
+    };
     callbacks.keep_going = [&] { return !client_left(); };
     callbacks.on_prompt = [&] {
       const KvCache& cache = session.cache();
@@ -341,8 +351,7 @@ struct Server::State {
     out.cancelled = g.stop == StopReason::Cancelled;
     out.stop_type = g.stop == StopReason::EndOfGeneration ? "eos" : g.stop == StopReason::StopString ? "word" : "limit";
     out.stopping_word = g.stop_string;
-    // The picks that are reply tokens (not an end-of-generation pick), up to a stop string's cut.
-    out.logprobs.resize(std::min(out.logprobs.size(), g.tokens.size()));
+    // Nothing past a stop string's cut.
     for (std::size_t i = 0, offset = 0; i < out.logprobs.size(); offset += out.logprobs[i++].chosen.piece.size())
       if (offset >= g.text.size() && g.stop == StopReason::StopString) {
         out.logprobs.resize(i);
@@ -418,7 +427,7 @@ struct Server::State {
       const GaugeHold processing(requests_processing);
       const CompletionOutcome out =
           run(r, press_object.get(), tokens, *sampler, *reservation, *client,
-              [&](std::string_view) { return !client->gone(); });
+              [&](std::string_view, std::span<const TokenLogprob>) { return !client->gone(); });
       if (out.cancelled) return;  // nobody to reply to
       send_json(res, 200, r.native ? native_response(out, model_name, out.text)
                                    : completion_response(r, out, id, created, model_name));
@@ -443,16 +452,22 @@ struct Server::State {
             const GaugeHold processing(requests_processing);  // given back before the stream ends
             try {
               bool first = true, connected = true;
+              std::size_t streamed_bytes = 0;  // the reply's bytes before this piece (completions' text_offset)
               const CompletionOutcome out = run(r, press_object.get(), tokens, *sampler, *reservation, *client,
-                                                [&](std::string_view piece) {
+                                                [&](std::string_view piece, std::span<const TokenLogprob> logprobs) {
+                const std::string text(piece);
+                const json chunk_logprobs = r.logprobs >= 0 ? openai_logprobs(r, logprobs, streamed_bytes) : json(nullptr);
                 connected = !client->gone() &&
-                            event(r.native ? native_stream_piece(std::string(piece))
-                                           : stream_chunk(r, id, created, model_name, std::string(piece), first, std::nullopt));
+                            event(r.native ? native_stream_piece(r, text, logprobs)
+                                           : stream_chunk(r, id, created, model_name, text, first, std::nullopt, chunk_logprobs));
+                streamed_bytes += text.size();
                 first = false;
                 return connected;
               });
               if (connected && r.native) {  // llama-server's native stream ends with stop: true, no [DONE]
-                event(native_response(out, model_name, ""));
+                json last = native_response(out, model_name, "");
+                last.erase("completion_probabilities");  // the pieces carried them
+                event(last);
               } else if (connected) {
                 event(stream_chunk(r, id, created, model_name, "", first, out.finish_reason));
                 if (r.include_usage)

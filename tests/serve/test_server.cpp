@@ -267,7 +267,8 @@ TEST_F(Serve, NativeCompletionSpeaksLlamaServersShape) {
 // Log-probabilities are the model's: each reply token's log-softmax, checked against `momentkv
 // logits` on the prompt and the reply (the same fp16 cache; the reply decoded one token at a time
 // there, evaluated in one pass here), with the most probable alternatives in order. The OpenAI
-// completion shape carries the same numbers and text offsets; nothing past a stop string's cut.
+// completion shape carries the same numbers and text offsets, streamed or not; nothing past a
+// stop string's cut.
 TEST_F(Serve, LogprobsAreTheModelsLogSoftmax) {
   auto c = client();
   const json native = post(c, "/completion", {{"prompt", "Once upon a time"}, {"n_predict", 6}, {"temperature", 0}, {"n_probs", 3}});
@@ -326,8 +327,31 @@ TEST_F(Serve, LogprobsAreTheModelsLogSoftmax) {
   EXPECT_EQ(stopped["logprobs"]["tokens"].size(), 3u) << stopped.dump();
   EXPECT_TRUE(stopped["logprobs"]["top_logprobs"].is_null());
 
-  expect_error(post(c, "/v1/completions", {{"prompt", "x"}, {"logprobs", 1}, {"stream", true}}, 400), 400,
-               "invalid_request_error", "logprobs");
+  // Streamed, each chunk carries its tokens' entries: together the same as the whole reply's.
+  json streamed_request = {{"prompt", "Once upon a time"}, {"max_tokens", 6}, {"temperature", 0}, {"logprobs", 2},
+                           {"stream", true}};
+  const auto res = c.Post("/v1/completions", streamed_request.dump(), "application/json");
+  ASSERT_TRUE(res);
+  json tokens = json::array(), offsets = json::array();
+  for (const json& e : events_of(res->body)) {
+    if (e == "[DONE]" || e["choices"][0]["logprobs"].is_null()) continue;
+    for (const json& t : e["choices"][0]["logprobs"]["tokens"]) tokens.push_back(t);
+    for (const json& o : e["choices"][0]["logprobs"]["text_offset"]) offsets.push_back(o);
+  }
+  EXPECT_EQ(tokens, lp["tokens"]);
+  EXPECT_EQ(offsets, lp["text_offset"]);
+  json native_stream_request = {{"prompt", "Once upon a time"}, {"n_predict", 6}, {"temperature", 0}, {"n_probs", 3},
+                                {"stream", true}};
+  const auto native_res = c.Post("/completion", native_stream_request.dump(), "application/json");
+  ASSERT_TRUE(native_res);
+  json native_ids = json::array();
+  for (const json& e : events_of(native_res->body))
+    if (e.contains("completion_probabilities"))
+      for (const json& p : e["completion_probabilities"]) native_ids.push_back(p["id"]);
+  json expected_ids = json::array();
+  for (const json& p : probs) expected_ids.push_back(p["id"]);
+  EXPECT_EQ(native_ids, expected_ids);
+
   expect_error(post(c, "/v1/completions", {{"prompt", "x"}, {"logprobs", 21}}, 400), 400, "invalid_request_error", "logprobs");
   expect_error(post(c, "/v1/completions", {{"prompt", "x"}, {"echo", true}}, 400), 400, "invalid_request_error", "echo");
   expect_error(post(c, "/v1/chat/completions", {{"messages", {{{"role", "user"}, {"content", "x"}}}}, {"top_logprobs", 2}}, 400),
