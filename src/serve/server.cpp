@@ -6,11 +6,11 @@
 #include <strings.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <atomic>
 #include <charconv>
 #include <chrono>
 #include <condition_variable>
-#include <algorithm>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -464,6 +464,7 @@ struct Server::State {
                 first = false;
                 return connected;
               });
+              connected = connected && !out.cancelled;  // its client left while it waited for its prefill turn
               if (connected && r.native) {  // llama-server's native stream ends with stop: true, no [DONE]
                 json last = native_response(out, model_name, "");
                 last.erase("completion_probabilities");  // the pieces carried them
