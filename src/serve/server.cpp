@@ -586,6 +586,27 @@ Server::Server(Transformer& model, const Tokenizer& tokenizer, ServerOptions opt
                                                 {"n_vocab", c.n_vocab},
                                                 {"kv_press", s.options.press.spec()}}}}})}});
   });
+  // llama-server's /props: what a request gets by default, the slots and the chat template.
+  http.Get("/props", [&s](const httplib::Request&, httplib::Response& res) {
+    const SamplerParams defaults;
+    send_json(res, 200,
+              {{"default_generation_settings",
+                {{"n_ctx", s.n_ctx},
+                 {"params", {{"n_predict", -1},
+                             {"temperature", defaults.temperature},
+                             {"top_k", defaults.top_k},
+                             {"top_p", defaults.top_p},
+                             {"min_p", defaults.min_p},
+                             {"seed", -1},
+                             {"stop", json::array()},
+                             {"ignore_eos", false},
+                             {"kv_press", s.options.press.spec()}}}}},
+               {"total_slots", s.options.parallel},
+               {"model_alias", s.options.model_name},
+               // The --chat-template override's name, else the model's template text (may be empty).
+               {"chat_template", s.options.chat_template.empty() ? s.tokenizer.vocab().chat_template : s.options.chat_template},
+               {"modalities", {{"vision", false}, {"audio", false}}}});
+  });
   const std::size_t max_body = s.options.max_body_bytes;
   using Api = State::Api;
   http.Post("/v1/completions", body_route(max_body, [&s](const httplib::Request& req, const std::string& body,

@@ -164,6 +164,12 @@ TEST_F(Serve, HealthModelsAndUnknownRoutes) {
   EXPECT_EQ(models["object"], "list");
   EXPECT_EQ(models["data"][0]["id"], "stories-needle-2k");
   EXPECT_EQ(models["data"][0]["meta"]["n_ctx"], 2048);
+  const json props = json::parse(c.Get("/props")->body);  // llama-server's
+  EXPECT_EQ(props["default_generation_settings"]["n_ctx"], 2048);
+  EXPECT_EQ(props["default_generation_settings"]["params"]["top_k"], 40);
+  EXPECT_EQ(props["default_generation_settings"]["params"]["kv_press"], "full");
+  EXPECT_EQ(props["total_slots"], 1);
+  EXPECT_TRUE(props["chat_template"].is_string());
   const auto missing = c.Get("/v2/nothing");
   ASSERT_TRUE(missing);
   EXPECT_EQ(missing->status, 404);
