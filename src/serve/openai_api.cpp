@@ -272,9 +272,10 @@ TokenLogprob token_logprob(std::span<const float> logits, int32_t token, int top
   auto alternative = [&](int32_t id) { return TokenLogprob::Alternative{id, piece(id), logits[std::size_t(id)] - log_z}; };
   TokenLogprob t;
   t.chosen = alternative(token);
+  if (top_n <= 0) return t;
   std::vector<int32_t> ids(logits.size());
   std::iota(ids.begin(), ids.end(), 0);
-  const auto n = std::min<std::size_t>(std::size_t(std::max(top_n, 0)), ids.size());
+  const auto n = std::min<std::size_t>(std::size_t(top_n), ids.size());
   std::partial_sort(ids.begin(), ids.begin() + std::ptrdiff_t(n), ids.end(), [&](int32_t a, int32_t b) {
     return logits[std::size_t(a)] > logits[std::size_t(b)] || (logits[std::size_t(a)] == logits[std::size_t(b)] && a < b);
   });

@@ -16,6 +16,7 @@
 #include <mutex>
 #include <optional>
 #include <random>
+#include <vector>
 
 #include "core/error.h"
 #include "engine/generation.h"
@@ -155,10 +156,11 @@ class HttpServer : public httplib::Server {
 };
 
 // The slots: `count` sequences at a time, granted in arrival order (a plain semaphore lets a late
-// request overtake waiting ones again and again). Holding a granted Turn holds a slot.
+// request overtake waiting ones again and again). Holding a granted Turn holds a slot: the free
+// one with the lowest id.
 class FifoSlots {
  public:
-  explicit FifoSlots(int count) : free_(count) {}
+  explicit FifoSlots(int count) : free_(count), held_(std::size_t(count), false) {}
 
   class Turn {
    public:
@@ -173,6 +175,8 @@ class FifoSlots {
       if (granted_) {
         slots_.line_.serve();
         --slots_.free_;
+        id_ = int(std::find(slots_.held_.begin(), slots_.held_.end(), false) - slots_.held_.begin());
+        slots_.held_[std::size_t(id_)] = true;
       } else {
         slots_.line_.leave(ticket);
       }
@@ -184,6 +188,7 @@ class FifoSlots {
       {
         std::lock_guard lock(slots_.mutex_);
         ++slots_.free_;
+        slots_.held_[std::size_t(id_)] = false;
       }
       slots_.changed_.notify_all();
     }
@@ -195,18 +200,25 @@ class FifoSlots {
    private:
     FifoSlots& slots_;
     bool granted_ = false;
+    int id_ = -1;  // the slot held, once granted
   };
 
   int busy(int count) const {
     std::lock_guard lock(mutex_);
     return count - free_;
   }
+  // Per slot id, whether a request holds it.
+  std::vector<bool> held() const {
+    std::lock_guard lock(mutex_);
+    return held_;
+  }
 
  private:
   mutable std::mutex mutex_;
   std::condition_variable changed_;
-  int free_;          // slots not held
-  TicketLine line_;   // the requests waiting for a slot (mutex_ held)
+  int free_;                // slots not held
+  std::vector<bool> held_;  // (count) per slot id: held by a granted Turn
+  TicketLine line_;         // the requests waiting for a slot (mutex_ held)
 };
 
 }  // namespace
@@ -606,6 +618,17 @@ Server::Server(Transformer& model, const Tokenizer& tokenizer, ServerOptions opt
                // The --chat-template override's name, else the model's template text (may be empty).
                {"chat_template", s.options.chat_template.empty() ? s.tokenizer.vocab().chat_template : s.options.chat_template},
                {"modalities", {{"vision", false}, {"audio", false}}}});
+  });
+  // llama-server's /slots: per slot its id, context and whether a request holds it;
+  // ?fail_on_no_slot=1 answers 503 when none is free (for a load balancer's health check).
+  http.Get("/slots", [&s](const httplib::Request& req, httplib::Response& res) {
+    const std::vector<bool> held = s.slots.held();
+    if (req.get_param_value("fail_on_no_slot") == "1" && std::find(held.begin(), held.end(), false) == held.end())
+      throw ApiError(503, "unavailable_error", "no slot available");
+    json slots = json::array();
+    for (std::size_t id = 0; id < held.size(); ++id)
+      slots.push_back({{"id", id}, {"n_ctx", s.n_ctx}, {"is_processing", bool(held[id])}});
+    send_json(res, 200, slots);
   });
   const std::size_t max_body = s.options.max_body_bytes;
   using Api = State::Api;

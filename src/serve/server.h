@@ -3,7 +3,7 @@
 // (server-sent events with "stream": true, ending in "data: [DONE]"), POST /completion (and
 // /completions: llama-server's native shape, "content" and "stop_type", its stream ending with an
 // event whose "stop" is true), POST /tokenize,
-// POST /detokenize, GET /props (llama-server's defaults and slots), GET /metrics (Prometheus
+// POST /detokenize, GET /props and GET /slots (llama-server's), GET /metrics (Prometheus
 // text), and a chat page at "/" (web_page.h). Each request may choose its own compression
 // ("kv_press", "kv_budget", "kv_compression_ratio"); its usage reports the KV bytes it held.
 // Errors are OpenAI's error body with the HTTP status (400, 401, 404, 411, 413, 414, 500, 503).

@@ -1036,6 +1036,30 @@ TEST(ServePrefill, AClientThatLeavesStopsTheReadingOfItsPrompt) {
   EXPECT_EQ(post(c, "/v1/completions", {{"prompt", "Tom"}, {"max_tokens", 2}})["usage"]["completion_tokens"], 2);
 }
 
+// llama-server's /slots: one entry per slot, is_processing while a request holds it, and
+// ?fail_on_no_slot=1 answering 503 while every slot is held.
+TEST_F(Serve, SlotsShowWhichAreProcessing) {
+  auto c = client();
+  const json idle = json::parse(c.Get("/slots")->body);
+  ASSERT_EQ(idle.size(), 1u);
+  EXPECT_EQ(idle[0]["id"], 0);
+  EXPECT_EQ(idle[0]["n_ctx"], 2048);
+  EXPECT_EQ(idle[0]["is_processing"], false);
+  EXPECT_EQ(c.Get("/slots?fail_on_no_slot=1")->status, 200);
+  std::thread busy([&] {  // runs to the context's end: ~2K tokens
+    auto own = client();
+    post(own, "/v1/completions", {{"prompt", "Once upon a time"}, {"ignore_eos", true}, {"temperature", 0}});
+  });
+  ASSERT_EQ(await_metric(c, "requests_processing", 1), 1);
+  EXPECT_EQ(json::parse(c.Get("/slots")->body)[0]["is_processing"], true);
+  const auto full = c.Get("/slots?fail_on_no_slot=1");
+  ASSERT_TRUE(full);
+  EXPECT_EQ(full->status, 503);
+  expect_error(json::parse(full->body), 503, "unavailable_error", "");
+  busy.join();
+  EXPECT_EQ(json::parse(c.Get("/slots")->body)[0]["is_processing"], false);
+}
+
 TEST(ServeOptions, ApiKeyChatTemplateAndShutdown) {
   test::ServerProcess server({"-m", test::trained_model_path(), "--chat-template", "chatml"},
                              {"MOMENTKV_API_KEY=sekret"});
