@@ -40,7 +40,7 @@ int run_serve(const ServeOptions& o) {
     if (const char* env = std::getenv("MOMENTKV_API_KEY")) so.api_key = env;
   so.timeout_seconds = o.timeout_seconds;
   so.header_timeout_seconds = o.header_timeout_seconds;
-  so.model_name = std::filesystem::path(m.file->path()).stem().string();
+  so.model_name = o.alias.empty() ? std::filesystem::path(m.file->path()).stem().string() : o.alias;
   so.chat_template = o.chat_template;
   so.press = o.press;
   so.budget = o.budget;

@@ -251,6 +251,7 @@ struct ServeOptions {
   int timeout_seconds = 600;          // --timeout: connection read/write timeout
   int header_timeout_seconds = 30;    // --header-timeout: a request's headers are due within this
   std::string chat_template;          // --chat-template override
+  std::string alias;                  // -a/--alias: the model's name in /v1/models and responses
   PressConfig press;                  // --press with --kv-budget | --compression-ratio (default: full)
   std::optional<Budget> budget;       // the budget flags, for request presses that name none
   bool compress_each_chunk = false;   // --compress-chunks

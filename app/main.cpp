@@ -352,6 +352,7 @@ int main(int argc, char** argv) {
                         "later ones get 408 and the connection closes")
       ->capture_default_str();
   serve_cmd->add_option("--chat-template", srv.chat_template, "override the model's template: llama3 | chatml | qwen3");
+  serve_cmd->add_option("-a,--alias", srv.alias, "the model's name in /v1/models and responses (default: the file's stem)");
   serve_cmd->add_option("--press", serve_press.specs, "default press of requests that name none (see `momentkv presses`)");
   serve_press.kv_budget_flag = serve_cmd->add_option("--kv-budget", serve_press.kv_budget, "default budget: tokens per KV head");
   serve_press.ratio_flag = serve_cmd->add_option("--compression-ratio", serve_press.compression_ratio, "default budget: fraction removed");

@@ -1060,8 +1060,8 @@ TEST_F(Serve, SlotsShowWhichAreProcessing) {
   EXPECT_EQ(json::parse(c.Get("/slots")->body)[0]["is_processing"], false);
 }
 
-TEST(ServeOptions, ApiKeyChatTemplateAndShutdown) {
-  test::ServerProcess server({"-m", test::trained_model_path(), "--chat-template", "chatml"},
+TEST(ServeOptions, ApiKeyChatTemplateAliasAndShutdown) {
+  test::ServerProcess server({"-m", test::trained_model_path(), "--chat-template", "chatml", "-a", "storyteller"},
                              {"MOMENTKV_API_KEY=sekret"});
   httplib::Client c("127.0.0.1", server.port());
   c.set_read_timeout(60);
@@ -1072,7 +1072,9 @@ TEST(ServeOptions, ApiKeyChatTemplateAndShutdown) {
   expect_error(json::parse(none->body), 401, "authentication_error", "");
   EXPECT_EQ(c.Get("/v1/models", {{"Authorization", "Bearer wrong"}})->status, 401);
   c.set_bearer_token_auth("sekret");
-  EXPECT_EQ(c.Get("/v1/models")->status, 200);
+  const auto models = c.Get("/v1/models");
+  EXPECT_EQ(models->status, 200);
+  EXPECT_EQ(json::parse(models->body)["data"][0]["id"], "storyteller");  // -a / --alias
   const json chat = post(c, "/v1/chat/completions",
                          {{"messages", {{{"role", "user"}, {"content", "Tell me a story."}}}}, {"max_tokens", 4},
                           {"logprobs", true}, {"top_logprobs", 2}});
