@@ -16,6 +16,9 @@
 #include <mutex>
 #include <optional>
 #include <random>
+#include <span>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/error.h"
@@ -601,14 +604,15 @@ Server::Server(Transformer& model, const Tokenizer& tokenizer, ServerOptions opt
   // llama-server's /props: what a request gets by default, the slots and the chat template.
   http.Get("/props", [&s](const httplib::Request&, httplib::Response& res) {
     const SamplerParams defaults;
+    auto shortest = [](float x) { return std::stod(fmt::format("{}", x)); };  // 0.8, not 0.800000011920929
     send_json(res, 200,
               {{"default_generation_settings",
                 {{"n_ctx", s.n_ctx},
                  {"params", {{"n_predict", -1},
-                             {"temperature", defaults.temperature},
+                             {"temperature", shortest(defaults.temperature)},
                              {"top_k", defaults.top_k},
-                             {"top_p", defaults.top_p},
-                             {"min_p", defaults.min_p},
+                             {"top_p", shortest(defaults.top_p)},
+                             {"min_p", shortest(defaults.min_p)},
                              {"seed", -1},
                              {"stop", json::array()},
                              {"ignore_eos", false},

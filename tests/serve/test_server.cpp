@@ -167,6 +167,7 @@ TEST_F(Serve, HealthModelsAndUnknownRoutes) {
   const json props = json::parse(c.Get("/props")->body);  // llama-server's
   EXPECT_EQ(props["default_generation_settings"]["n_ctx"], 2048);
   EXPECT_EQ(props["default_generation_settings"]["params"]["top_k"], 40);
+  EXPECT_EQ(props["default_generation_settings"]["params"]["temperature"], 0.8);
   EXPECT_EQ(props["default_generation_settings"]["params"]["kv_press"], "full");
   EXPECT_EQ(props["total_slots"], 1);
   EXPECT_TRUE(props["chat_template"].is_string());
