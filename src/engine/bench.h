@@ -98,8 +98,8 @@ std::size_t peak_rss_bytes();
 // weights, say): bytes resident, and of those the bytes mapped by 2 MiB pages (Rss, and
 // AnonHugePages + FilePmdMapped, of the /proc/self/smaps entries that overlap the range, whole:
 // a GGUF's mapping is one entry, a --no-mmap copy one entry rounded up to 2 MiB). Decode reads
-// every weight once per token, and reads 4 KiB pages measurably slower. Zeroes when
-// /proc/self/smaps cannot be read.
+// every weight once per token, and 4 KiB pages cost it TLB misses. Zeroes when /proc/self/smaps
+// cannot be read.
 struct PageResidency {
   std::size_t resident = 0, huge = 0;
 };

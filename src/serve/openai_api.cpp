@@ -201,8 +201,8 @@ CompletionRequest parse_completion_request(const std::string& body, bool chat, u
     }
   } else {
     if (given(j, "logprobs")) r.logprobs = int(integer(j, "logprobs", 0, kMaxTopLogprobs));
-    if (given(j, "n_probs") && integer(j, "n_probs", 0, kMaxTopLogprobs) > 0)
-      r.logprobs = int(integer(j, "n_probs", 0, kMaxTopLogprobs));
+    if (given(j, "n_probs"))  // llama-server: 0 asks for none
+      if (const int n = int(integer(j, "n_probs", 0, kMaxTopLogprobs)); n > 0) r.logprobs = n;
   }
   if (given(j, "echo") && boolean(j, "echo")) bad("echo", "'echo' is not supported: the reply never repeats the prompt");
   if (given(j, "stream")) r.stream = boolean(j, "stream");
@@ -349,18 +349,18 @@ json timings_json(const CompletionOutcome& o) {
 
 json native_response(const CompletionOutcome& o, const std::string& model, const std::string& content) {
   json body = {{"index", 0},
-          {"content", content},
-          {"stop", true},
-          {"model", model},
-          {"stop_type", o.stop_type},
-          {"stopping_word", o.stopping_word},
-          {"tokens_predicted", o.completion_tokens},
-          {"tokens_evaluated", o.prompt_tokens},
-          {"truncated", false},
-          {"timings", timings_json(o)},
-          {"kv_bytes_held", o.kv_bytes_held},
-          {"kv_bytes_full", o.kv_bytes_full},
-          {"kv_press", o.press}};
+               {"content", content},
+               {"stop", true},
+               {"model", model},
+               {"stop_type", o.stop_type},
+               {"stopping_word", o.stopping_word},
+               {"tokens_predicted", o.completion_tokens},
+               {"tokens_evaluated", o.prompt_tokens},
+               {"truncated", false},
+               {"timings", timings_json(o)},
+               {"kv_bytes_held", o.kv_bytes_held},
+               {"kv_bytes_full", o.kv_bytes_full},
+               {"kv_press", o.press}};
   if (!o.logprobs.empty()) body["completion_probabilities"] = native_probabilities(o.logprobs);
   return body;
 }

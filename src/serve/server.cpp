@@ -163,7 +163,7 @@ class HttpServer : public httplib::Server {
 // one with the lowest id.
 class FifoSlots {
  public:
-  explicit FifoSlots(int count) : free_(count), held_(std::size_t(count), false) {}
+  explicit FifoSlots(int count) : held_(std::size_t(count), false) {}
 
   class Turn {
    public:
@@ -174,12 +174,12 @@ class FifoSlots {
       std::unique_lock lock(slots_.mutex_);
       const uint64_t ticket = slots_.line_.join();
       granted_ = wait_unless_abandoned(
-          slots_.changed_, lock, [&] { return slots_.line_.first(ticket) && slots_.free_ > 0; }, abandon);
+          slots_.changed_, lock, [&] { return slots_.line_.first(ticket) && slots_.free_slot() != slots_.held_.end(); }, abandon);
       if (granted_) {
         slots_.line_.serve();
-        --slots_.free_;
-        id_ = int(std::find(slots_.held_.begin(), slots_.held_.end(), false) - slots_.held_.begin());
-        slots_.held_[std::size_t(id_)] = true;
+        const auto slot = slots_.free_slot();
+        *slot = true;
+        id_ = int(slot - slots_.held_.begin());
       } else {
         slots_.line_.leave(ticket);
       }
@@ -190,7 +190,6 @@ class FifoSlots {
       if (!granted_) return;
       {
         std::lock_guard lock(slots_.mutex_);
-        ++slots_.free_;
         slots_.held_[std::size_t(id_)] = false;
       }
       slots_.changed_.notify_all();
@@ -206,9 +205,9 @@ class FifoSlots {
     int id_ = -1;  // the slot held, once granted
   };
 
-  int busy(int count) const {
+  int busy() const {
     std::lock_guard lock(mutex_);
-    return count - free_;
+    return int(std::count(held_.begin(), held_.end(), true));
   }
   // Per slot id, whether a request holds it.
   std::vector<bool> held() const {
@@ -219,7 +218,9 @@ class FifoSlots {
  private:
   mutable std::mutex mutex_;
   std::condition_variable changed_;
-  int free_;                // slots not held
+  // The free slot with the lowest id, or held_.end() (mutex_ held).
+  std::vector<bool>::iterator free_slot() { return std::find(held_.begin(), held_.end(), false); }
+
   std::vector<bool> held_;  // (count) per slot id: held by a granted Turn
   TicketLine line_;         // the requests waiting for a slot (mutex_ held)
 };
@@ -366,12 +367,12 @@ struct Server::State {
     out.cancelled = g.stop == StopReason::Cancelled;
     out.stop_type = g.stop == StopReason::EndOfGeneration ? "eos" : g.stop == StopReason::StopString ? "word" : "limit";
     out.stopping_word = g.stop_string;
-    // Nothing past a stop string's cut.
-    for (std::size_t i = 0, offset = 0; i < out.logprobs.size(); offset += out.logprobs[i++].chosen.piece.size())
-      if (offset >= g.text.size() && g.stop == StopReason::StopString) {
-        out.logprobs.resize(i);
-        break;
-      }
+    if (g.stop == StopReason::StopString)  // nothing past the stop string's cut
+      for (std::size_t i = 0, offset = 0; i < out.logprobs.size(); offset += out.logprobs[i++].chosen.piece.size())
+        if (offset >= g.text.size()) {
+          out.logprobs.resize(i);
+          break;
+        }
     out.prompt_seconds = g.prefill_seconds;
     out.decode_seconds = g.decode_seconds;
     requests_total += 1;
@@ -471,10 +472,12 @@ struct Server::State {
               const CompletionOutcome out = run(r, press_object.get(), tokens, *sampler, *reservation, *client,
                                                 [&](std::string_view piece, std::span<const TokenLogprob> logprobs) {
                 const std::string text(piece);
-                const json chunk_logprobs = r.logprobs >= 0 ? openai_logprobs(r, logprobs, streamed_bytes) : json(nullptr);
-                connected = !client->gone() &&
-                            event(r.native ? native_stream_piece(r, text, logprobs)
-                                           : stream_chunk(r, id, created, model_name, text, first, std::nullopt, chunk_logprobs));
+                auto chunk = [&] {
+                  if (r.native) return native_stream_piece(r, text, logprobs);
+                  const json chunk_logprobs = r.logprobs >= 0 ? openai_logprobs(r, logprobs, streamed_bytes) : json(nullptr);
+                  return stream_chunk(r, id, created, model_name, text, first, std::nullopt, chunk_logprobs);
+                };
+                connected = !client->gone() && event(chunk());
                 streamed_bytes += text.size();
                 first = false;
                 return connected;
@@ -522,7 +525,7 @@ struct Server::State {
     metric("slots_total", "gauge", "slots (-np)", double(options.parallel));
     metric("kv_bytes_reserved", "gauge", "KV bytes the requests in progress reserve (--kv-memory)", double(admission.reserved()));
     metric("kv_bytes_capacity", "gauge", "--kv-memory in bytes (0 = no cap)", double(admission.capacity()));
-    metric("slots_busy", "gauge", "slots generating now", double(slots.busy(options.parallel)));
+    metric("slots_busy", "gauge", "slots generating now", double(slots.busy()));
     const ModelRunner::Stats runs = runner.stats();
     metric("decode_batches_total", "counter", "batched decode passes over the weights", double(runs.decode_batches));
     metric("decode_batch_steps_total", "counter", "decode steps those passes ran", double(runs.decode_steps));
