@@ -70,8 +70,7 @@ void HeaderDeadline::look() {
   {
     const std::lock_guard lock(mutex_);
     for (const auto& [fd, addresses, unread] : open) {
-      auto [it, first_seen] = connections_.try_emplace(addresses, Connection{false, false, now, now});
-      Connection& c = it->second;
+      Connection& c = connections_.try_emplace(addresses, Connection{false, false, now, now}).first->second;
       c.touched = std::max(c.touched, now);
       // Unread bytes: the client has sent, and the connection waits for one of the server's
       // threads (all busy), which is no lateness of the client's.
