@@ -3,8 +3,8 @@
 // (libsimde-dev) implements them with AVX2 instructions under their Intel names (its native
 // aliases: a macro per intrinsic and a typedef per vector type), so that the avx512 variant's
 // source runs unchanged on hosts without AVX-512. Written here instead: the two masked float
-// loads and stores that SIMDe 0.7.4 lacks; vdpbf16ps, whose SIMDe form adds a lane's two products
-// in the other order than the instruction; and the 256-bit vpdpbusd, whose SIMDe form (a long
+// loads and stores and the 16-lane fp16 conversion that SIMDe 0.7.4 lacks; vdpbf16ps, whose SIMDe
+// form adds a lane's two products in the other order than the instruction; and the 256-bit vpdpbusd, whose SIMDe form (a long
 // shuffle sequence) made the integer products some thirty times slower than the avx2 variant's,
 // and the 256-bit vpdpwssd likewise.
 #pragma once
@@ -70,6 +70,16 @@ inline void mask_storeu_ps(void* p, simde__mmask16 k, simde__m512 a) {
     if ((k >> i) & 1) static_cast<float*>(p)[i] = lanes.f32[i];
 }
 
+// _mm512_cvtph_ps: 16 fp16 values to float32 (exact), as two 8-lane F16C conversions.
+inline simde__m512 cvtph_ps(simde__m256i a) {
+  __m128i halves[2];
+  static_assert(sizeof halves == sizeof a);
+  std::memcpy(halves, &a, sizeof halves);
+  const __m256 lanes[2] = {_mm256_cvtph_ps(halves[0]), _mm256_cvtph_ps(halves[1])};
+  simde__m512 out;
+  std::memcpy(&out, lanes, sizeof out);
+  return out;
+}
 }  // namespace mkv::avx512_emulation
 
 #undef _mm256_dpbusd_epi32
@@ -80,3 +90,5 @@ inline void mask_storeu_ps(void* p, simde__mmask16 k, simde__m512 a) {
 #define _mm512_dpbf16_ps mkv::avx512_emulation::dpbf16_ps
 #define _mm512_maskz_loadu_ps mkv::avx512_emulation::maskz_loadu_ps
 #define _mm512_mask_storeu_ps mkv::avx512_emulation::mask_storeu_ps
+#undef _mm512_cvtph_ps
+#define _mm512_cvtph_ps mkv::avx512_emulation::cvtph_ps

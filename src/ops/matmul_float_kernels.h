@@ -183,15 +183,82 @@ void add_row_dots(const RowOperands<Act>& op) {
   }
 }
 
+#if MKV_SIMD == 3
+// GCC 12's AVX-512 intrinsics seed their pass-through operand with _mm512_undefined_ps(), which
+// -Wmaybe-uninitialized reports at every use (GCC bug 105593, fixed in GCC 13).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+inline __m512 f16x16_load(const uint16_t* p) {
+  return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+}
+inline __m512 f16x16_load(const float* p) { return _mm512_loadu_ps(p); }
+// 8 values into the low lanes, the upper ones zero.
+inline __m512 f16x8_load(const uint16_t* p) {
+  return _mm512_insertf32x8(_mm512_setzero_ps(), _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))), 0);
+}
+inline __m512 f16x8_load(const float* p) { return _mm512_insertf32x8(_mm512_setzero_ps(), _mm256_loadu_ps(p), 0); }
+
+// add_row_dots for F16 weights in 16-lane registers (the AVX-512 variant), against float32
+// activations (the exact path) or fp16 bits (Fast). The F16 row dot is bound by its conversions:
+// one converts a 32-byte piece of the row, half as many instructions per weight byte as the 8-lane
+// code. (Fast's activations stay fp16: expanded once to float32 they made decode slower, twice the
+// bytes beside the weight stream in L1.) Four chains, 16-wide piece i of each 64-column step
+// feeding chain i; a row whose cols are not a multiple of 64 ends with whole 16-wide pieces (chain
+// 0 upwards) and at most one 8-wide piece, into chain 0. The order of each token's sums does not
+// depend on T.
+template <int T, typename Act>
+void add_row_dots_f16x16(const RowOperands<Act>& op) {
+  constexpr int kChains = 4;
+  const int64_t cols = op.n_blocks * decoders::F16::kBlockSize;
+  const auto* w = reinterpret_cast<const uint16_t*>(op.w);
+  __m512 acc[T][kChains];
+  for (auto& chains : acc)
+    for (auto& a : chains) a = _mm512_setzero_ps();
+  int64_t c = 0;
+  for (; c + 16 * kChains <= cols; c += 16 * kChains)
+    for (int k = 0; k < kChains; ++k) {
+      const __m512 wv = f16x16_load(w + c + 16 * k);
+      for (int t = 0; t < T; ++t)
+        acc[t][k] = _mm512_fmadd_ps(wv, f16x16_load(op.x + t * op.x_stride + c + 16 * k), acc[t][k]);
+    }
+  for (int k = 0; c + 16 <= cols; c += 16, ++k) {
+    const __m512 wv = f16x16_load(w + c);
+    for (int t = 0; t < T; ++t) acc[t][k] = _mm512_fmadd_ps(wv, f16x16_load(op.x + t * op.x_stride + c), acc[t][k]);
+  }
+  if (c < cols) {  // 8 columns left
+    const __m512 wv = f16x8_load(w + c);
+    for (int t = 0; t < T; ++t) acc[t][0] = _mm512_fmadd_ps(wv, f16x8_load(op.x + t * op.x_stride + c), acc[t][0]);
+  }
+  for (int t = 0; t < T; ++t) {
+    const __m512 sum = _mm512_add_ps(_mm512_add_ps(acc[t][0], acc[t][1]), _mm512_add_ps(acc[t][2], acc[t][3]));
+    const __m256 high = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(sum), 1));
+    op.y[t * op.y_stride] += simd::hsum(F8{_mm256_add_ps(_mm512_castps512_ps256(sum), high)});
+  }
+}
+#pragma GCC diagnostic pop
+#endif
+
+// add_row_dots, or the 16-lane F16 row dot where the variant has one.
+template <typename Decoder, int T, typename Act>
+void add_row_dots_widest(const RowOperands<Act>& op) {
+#if MKV_SIMD == 3
+  if constexpr (std::is_same_v<Decoder, decoders::F16>) {
+    add_row_dots_f16x16<T>(op);
+    return;
+  }
+#endif
+  add_row_dots<Decoder, T, Act>(op);
+}
+
 // One weight row against n_tokens tokens, kTileTokens at a time while they last.
 template <typename Decoder, typename Act>
 void add_row(RowOperands<Act> op, int64_t n_tokens) {
   for (int64_t t0 = 0; t0 < n_tokens;) {
     const int T = n_tokens - t0 >= kTileTokens ? kTileTokens : 1;
     if (T == kTileTokens)
-      add_row_dots<Decoder, kTileTokens, Act>(op);
+      add_row_dots_widest<Decoder, kTileTokens, Act>(op);
     else
-      add_row_dots<Decoder, 1, Act>(op);
+      add_row_dots_widest<Decoder, 1, Act>(op);
     op.x += T * op.x_stride;
     op.y += T * op.y_stride;
     if (op.x_sums) op.x_sums += T * op.x_sums_stride;
