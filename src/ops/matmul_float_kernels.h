@@ -19,9 +19,11 @@
 // - Decode-sized items take each weight row's dot products with kTileTokens or 1 tokens,
 //   decoding blocks straight into the FMAs (quantised types: codes x activations per sub-block,
 //   its scale applied once) and streaming one row at a time.
-// The same 8-lane code serves every native variant (docs/DESIGN.md, "Kernel variants chosen at
-// run time", says why the 16-lane forms were left out); the AVX-512 variant differs in its integer
-// dots (VNNI, matmul_int8_kernels.h) and in the compiler's use of EVEX encodings and 32 registers.
+// The same 8-lane code serves every native variant, except that the AVX-512 variant runs the F16 row
+// dots (add_row_dots_f16x16) and the GEMM's register blocks (add_panel_pair_block: two panels, 32
+// rows x 12 tokens) in 16-lane registers (docs/DESIGN.md, "Kernel variants chosen at run time", says
+// which 16-lane forms paid where); it also differs in its integer dots (VNNI, matmul_int8_kernels.h)
+// and in the compiler's use of EVEX encodings and 32 registers.
 #pragma once
 
 #include <omp.h>
@@ -351,6 +353,67 @@ void add_panel(const Element* panel, int64_t n_cols, const float* x, int64_t x_s
   }
 }
 
+#if MKV_SIMD == 3
+// The AVX-512 variant's GEMM block: two adjacent panels (32 rows) against up to kWideBlockTokens
+// tokens, one 16-lane register per panel column (per column: 2 panel loads, T broadcasts, 2T FMAs;
+// 2 x 12 accumulators + 2 panel registers + 1 broadcast = 27 of 32 registers). Each y value sums
+// its columns in the same order, one FMA each, as add_panel_block, so both give the same floats.
+constexpr int kWideBlockTokens = 12;
+
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // GCC bug 105593: see f16x16_load
+template <typename Element, int T>
+void add_panel_pair_block(const Element* panel, int64_t next_offset, int64_t n_cols, const float* x, int64_t x_stride,
+                          float* y, int64_t y_stride, bool first) {
+  static_assert(kPanelRows == 16, "one 16-lane register per panel column");
+  const Element* next = panel + next_offset;  // the second panel: rows 16-31 of the block
+  __m512 acc[T][2];
+  for (auto& a : acc) a[0] = a[1] = _mm512_setzero_ps();
+  for (int64_t c = 0; c < n_cols; ++c) {
+    const __m512 w0 = f16x16_load(panel + c * kPanelRows), w1 = f16x16_load(next + c * kPanelRows);
+    for (int t = 0; t < T; ++t) {
+      const __m512 xv = _mm512_set1_ps(x[t * x_stride + c]);
+      acc[t][0] = _mm512_fmadd_ps(xv, w0, acc[t][0]);
+      acc[t][1] = _mm512_fmadd_ps(xv, w1, acc[t][1]);
+    }
+  }
+  for (int t = 0; t < T; ++t) {
+    float* out = y + t * y_stride;
+    _mm512_storeu_ps(out, first ? acc[t][0] : _mm512_add_ps(_mm512_loadu_ps(out), acc[t][0]));
+    _mm512_storeu_ps(out + 16, first ? acc[t][1] : _mm512_add_ps(_mm512_loadu_ps(out + 16), acc[t][1]));
+  }
+}
+#pragma GCC diagnostic pop
+
+// add_panel_pair_block<Element, T> for T = 1 .. kWideBlockTokens, indexed by T - 1.
+template <typename Element, int... I>
+constexpr auto panel_pair_block_kernels(std::integer_sequence<int, I...>) {
+  return std::array{&add_panel_pair_block<Element, I + 1>...};
+}
+template <typename Element>
+constexpr auto kPanelPairBlockKernels =
+    panel_pair_block_kernels<Element>(std::make_integer_sequence<int, kWideBlockTokens>{});
+
+// add_panel for two panels (panel and panel + next_offset, the groups of two adjacent groups of rows)
+// and the 32 rows of y they give, in blocks of kWideBlockTokens tokens split as add_panel splits its
+// blocks.
+template <typename Element>
+void add_panel_pair(const Element* panel, int64_t next_offset, int64_t n_cols, const float* x, int64_t x_stride,
+                    float* y, int64_t y_stride, int64_t n_tokens, bool first) {
+  for (int64_t t0 = 0; t0 < n_tokens;) {
+    const int64_t left = n_tokens - t0;
+    int64_t tokens = std::min<int64_t>(kWideBlockTokens, left);
+    if (left > kWideBlockTokens && left < kWideBlockTokens + kWideBlockTokens / 2) tokens = left - left / 2;
+    kPanelPairBlockKernels<Element>[tokens - 1](panel, next_offset, n_cols, x + t0 * x_stride, x_stride,
+                                                y + t0 * y_stride, y_stride, first);
+    t0 += tokens;
+  }
+}
+constexpr int kGemmBlockTokens = kWideBlockTokens;  // tokens per register block of this variant's GEMM
+#else
+constexpr int kGemmBlockTokens = kBlockTokens;
+#endif
+
 // Columns past the last whole decoder block (float types only, fewer than 8 per row).
 void add_tail_columns(GgmlType type, const Item& item, int64_t first_col) {
   for (int64_t t = item.token_begin; t < item.token_end; ++t)
@@ -385,7 +448,7 @@ int64_t add_panels(const Item& item, const float* x, float* y, int64_t n_tokens)
   const int64_t n_cols = n_blocks * Decoder::kBlockSize;
   const int64_t width = std::min(n_cols, kMaxPanelCols);
   panels.resize(static_cast<std::size_t>(kGroups * width * kPanelRows));
-  const int64_t chunk_tokens = item_token_count(n_tokens, kPanelChunkTokens, kBlockTokens);
+  const int64_t chunk_tokens = item_token_count(n_tokens, kPanelChunkTokens, kGemmBlockTokens);
   while (item.row_end - r0 >= kPanelRows) {
     const int64_t groups = std::min<int64_t>(kGroups, (item.row_end - r0) / kPanelRows);
     for (int64_t p0 = 0; p0 < n_cols; p0 += width) {
@@ -393,11 +456,19 @@ int64_t add_panels(const Item& item, const float* x, float* y, int64_t n_tokens)
       for (int64_t g = 0; g < groups; ++g)
         pack_panel<Decoder>(item.weights + (r0 + g * kPanelRows) * item.row_bytes + p0 / Decoder::kBlockSize * Decoder::kBlockBytes,
                             item.row_bytes, p_cols / Decoder::kBlockSize, panels.data() + g * width * kPanelRows);
-      for (int64_t t0 = 0; t0 < n_tokens; t0 += chunk_tokens)
-        for (int64_t g = 0; g < groups; ++g)
+      for (int64_t t0 = 0; t0 < n_tokens; t0 += chunk_tokens) {
+        int64_t g = 0;
+#if MKV_SIMD == 3
+        for (; g + 1 < groups; g += 2)
+          add_panel_pair(panels.data() + g * width * kPanelRows, width * kPanelRows, p_cols, x + t0 * item.x_stride + p0,
+                         item.x_stride, y + t0 * item.y_stride + r0 + g * kPanelRows, item.y_stride,
+                         std::min(chunk_tokens, n_tokens - t0), p0 == 0);
+#endif
+        for (; g < groups; ++g)
           add_panel(panels.data() + g * width * kPanelRows, p_cols, x + t0 * item.x_stride + p0, item.x_stride,
                     y + t0 * item.y_stride + r0 + g * kPanelRows, item.y_stride, std::min(chunk_tokens, n_tokens - t0),
                     p0 == 0);
+      }
     }
     r0 += groups * kPanelRows;
   }
