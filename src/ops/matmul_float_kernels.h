@@ -338,19 +338,28 @@ constexpr auto panel_block_kernels(std::integer_sequence<int, I...>) {
 template <typename Element>
 constexpr auto kPanelBlockKernels = panel_block_kernels<Element>(std::make_integer_sequence<int, kBlockTokens>{});
 
-// n_tokens tokens against n_cols columns of a packed panel (x and y positioned at its first column / row).
-// Blocks of kBlockTokens tokens; a last block of fewer than half that (which would load the panel for
-// one or two tokens) is merged with the one before and the two split in halves, 6 + 2 as 4 + 4.
+// Calls block(t0, tokens) for n_tokens tokens in register blocks of up to kBlock tokens; a last block
+// of fewer than half that (which would load the panel for one or two tokens) is merged with the one
+// before and the two split in halves, 6 + 2 as 4 + 4.
+template <int kBlock, typename Block>
+void for_each_token_block(int64_t n_tokens, Block&& block) {
+  for (int64_t t0 = 0; t0 < n_tokens;) {
+    const int64_t left = n_tokens - t0;
+    int64_t tokens = std::min<int64_t>(kBlock, left);
+    if (left > kBlock && left < kBlock + kBlock / 2) tokens = left - left / 2;
+    block(t0, tokens);
+    t0 += tokens;
+  }
+}
+
+// n_tokens tokens against n_cols columns of a packed panel (x and y positioned at its first column /
+// row), in blocks of kBlockTokens tokens.
 template <typename Element>
 void add_panel(const Element* panel, int64_t n_cols, const float* x, int64_t x_stride, float* y, int64_t y_stride,
                int64_t n_tokens, bool first) {
-  for (int64_t t0 = 0; t0 < n_tokens;) {
-    const int64_t left = n_tokens - t0;
-    int64_t tokens = std::min<int64_t>(kBlockTokens, left);
-    if (left > kBlockTokens && left < kBlockTokens + kBlockTokens / 2) tokens = left - left / 2;
+  for_each_token_block<kBlockTokens>(n_tokens, [&](int64_t t0, int64_t tokens) {
     kPanelBlockKernels<Element>[tokens - 1](panel, n_cols, x + t0 * x_stride, x_stride, y + t0 * y_stride, y_stride, first);
-    t0 += tokens;
-  }
+  });
 }
 
 #if MKV_SIMD == 3
@@ -395,19 +404,14 @@ constexpr auto kPanelPairBlockKernels =
     panel_pair_block_kernels<Element>(std::make_integer_sequence<int, kWideBlockTokens>{});
 
 // add_panel for two panels (panel and panel + next_offset, the groups of two adjacent groups of rows)
-// and the 32 rows of y they give, in blocks of kWideBlockTokens tokens split as add_panel splits its
-// blocks.
+// and the 32 rows of y they give, in blocks of kWideBlockTokens tokens.
 template <typename Element>
 void add_panel_pair(const Element* panel, int64_t next_offset, int64_t n_cols, const float* x, int64_t x_stride,
                     float* y, int64_t y_stride, int64_t n_tokens, bool first) {
-  for (int64_t t0 = 0; t0 < n_tokens;) {
-    const int64_t left = n_tokens - t0;
-    int64_t tokens = std::min<int64_t>(kWideBlockTokens, left);
-    if (left > kWideBlockTokens && left < kWideBlockTokens + kWideBlockTokens / 2) tokens = left - left / 2;
+  for_each_token_block<kWideBlockTokens>(n_tokens, [&](int64_t t0, int64_t tokens) {
     kPanelPairBlockKernels<Element>[tokens - 1](panel, next_offset, n_cols, x + t0 * x_stride, x_stride,
                                                 y + t0 * y_stride, y_stride, first);
-    t0 += tokens;
-  }
+  });
 }
 constexpr int kGemmBlockTokens = kWideBlockTokens;  // tokens per register block of this variant's GEMM
 #else
