@@ -541,8 +541,7 @@ void matmul_float(const WeightMatrix& w, const float* x, int64_t n_tokens, float
     // Waking the thread team costs microseconds: small products run on the calling thread.
     const bool parallel = n_items > 1 && w.rows * w.cols * n_tokens >= kMinParallelMacs;
     const float* x_sums = x_sub_sums<Decoder>(x, n_tokens, w.cols, sums);
-#pragma omp parallel for schedule(dynamic, 1) if (parallel)
-    for (int64_t i = 0; i < n_items; ++i) {
+    const auto run = [&](int64_t i) {
       Item item = whole;
       item.x_sums = x_sums;
       item.token_begin = (i / n_row_items) * item_tokens;
@@ -550,6 +549,13 @@ void matmul_float(const WeightMatrix& w, const float* x, int64_t n_tokens, float
       item.row_begin = (i % n_row_items) * item_rows;
       item.row_end = std::min(w.rows, item.row_begin + item_rows);
       run_item<Decoder>(w.type, item);
+    };
+    if (gemm) {
+#pragma omp parallel for schedule(dynamic, 1) if (parallel)
+      for (int64_t i = 0; i < n_items; ++i) run(i);
+    } else {  // decode: guided, as in matmul_half_fast
+#pragma omp parallel for schedule(guided) if (parallel)
+      for (int64_t i = 0; i < n_items; ++i) run(i);
     }
   });
 }
@@ -568,7 +574,10 @@ void matmul_half_fast(const WeightMatrix& w, const float* x, int64_t n_tokens, f
   const std::size_t row_bytes = ggml_row_bytes(w.type, w.cols);
   const int64_t n_items = (w.rows + kItemRows - 1) / kItemRows;
   const bool parallel = n_items > 1 && w.rows * w.cols * n_tokens >= kMinParallelMacs;
-#pragma omp parallel for schedule(dynamic, 1) if (parallel)
+  // Guided: each thread first takes a long run of consecutive rows (one weight stream for the
+  // hardware prefetcher), then ever shorter ones, so a late thread still gets its share. With
+  // dynamic items of kItemRows rows the two threads' streams restart at every item.
+#pragma omp parallel for schedule(guided) if (parallel)
   for (int64_t i = 0; i < n_items; ++i)
     for (int64_t r = i * kItemRows; r < std::min(w.rows, (i + 1) * kItemRows); ++r) {
       for (int64_t t = 0; t < n_tokens; ++t) y[t * w.rows + r] = 0.0f;
