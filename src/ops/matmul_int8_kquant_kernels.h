@@ -55,41 +55,84 @@ using int8_dots::load32;
 // pairs (vpmaddubsw: |2·31·127| < 2^15) times scale_j into int32 lanes (add_pair_products: at
 // most 8·2·7874·63 < 2^23 per lane), then one float step d·d_x·Σ. The mins term Σ dmin·min_j·s_x is a
 // vector over j, from the blocks' s gathered into consecutive floats (act.s).
+//
+// k45_super_block_sum: that integer sum over one super-block, per int32 lane (Σ_j scale_j·pairs of
+// code·q_x of sub-block j). scales_mins: the super-block's 8 scales then 8 mins (bytes); qs, qh:
+// its codes.
+#if MKV_SIMD >= 3
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // GCC bug 105593: see f16x16_load
+// In 512-bit registers: sub-block j = 2·pair in the low 256 bits and j + 1 in the high ones, so
+// that one vpmaddubsw, one vpshufb and one vpdpwssd serve two sub-blocks. The halves added at the
+// end give the 256-bit loop's 8 lanes exactly (integer sums): results bitwise the AVX2 variant's.
+template <bool kHighBits>
+__m256i k45_super_block_sum(__m128i scales_mins, const uint8_t* qs, const uint8_t* qh, const ActBlockQ8* x) {
+  const __m512i low_mask = _mm512_set1_epi8(0x0f);
+  // int16 lane j of each 128-bit lane = scale_j.
+  const __m512i scales = _mm512_broadcast_i32x4(_mm_cvtepu8_epi16(scales_mins));
+  // Per int16 lane, 0 in the low half (low nibbles: sub-block j) and 4 in the high (j + 1).
+  const __m512i nibble_shift = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(4), 1);
+  const auto halves = [](__m256i low, __m256i high) { return _mm512_inserti64x4(_mm512_castsi256_si512(low), high, 1); };
+  const auto int16s = [](int v) { return _mm256_set1_epi16(static_cast<short>(v)); };
+  [[maybe_unused]] const __m512i high_bits = kHighBits ? _mm512_broadcast_i64x4(load32(qh)) : __m512i{};
+  __m512i sum = _mm512_setzero_si512();
+  for (int j = 0; j < 8; j += 2) {
+    const __m512i bytes = _mm512_broadcast_i64x4(load32(qs + 16 * j));
+    __m512i code = _mm512_and_si512(_mm512_srlv_epi16(bytes, nibble_shift), low_mask);
+    if constexpr (kHighBits) {
+      // Bit j (low half) or j + 1 (high half) of each qh byte moved to bit 4, as below.
+      const __m512i moved = j < 4 ? _mm512_sllv_epi16(high_bits, halves(int16s(4 - j), int16s(3 - j)))
+                                  : _mm512_srlv_epi16(high_bits, halves(int16s(j - 4), int16s(j - 3)));
+      code = _mm512_or_si512(code, _mm512_and_si512(moved, _mm512_set1_epi8(0x10)));
+    }
+    // scale_j in every int16 lane of the low half (bytes 2j, 2j + 1), scale_{j+1} in the high.
+    const __m512i scale = _mm512_shuffle_epi8(scales, halves(int16s(0x0100 * (2 * j + 1) + 2 * j), int16s(0x0100 * (2 * j + 3) + 2 * j + 2)));
+    sum = _mm512_dpwssd_epi32(sum, _mm512_maddubs_epi16(code, halves(load32(x[j].q), load32(x[j + 1].q))), scale);
+  }
+  return _mm256_add_epi32(_mm512_castsi512_si256(sum), _mm512_extracti64x4_epi64(sum, 1));
+}
+#pragma GCC diagnostic pop
+#else
+template <bool kHighBits>
+__m256i k45_super_block_sum(__m128i scales_mins, const uint8_t* qs, const uint8_t* qh_bytes, const ActBlockQ8* x) {
+  const __m256i low_mask = _mm256_set1_epi8(0x0f);
+  // int16 lane j (of each 128-bit half) = scale_j.
+  const __m256i scales = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(scales_mins));
+  [[maybe_unused]] const __m256i qh = kHighBits ? load32(qh_bytes) : __m256i{};
+  __m256i sum = _mm256_setzero_si256();
+  for (int pair = 0; pair < 4; ++pair) {
+    const __m256i bytes = load32(qs + 32 * pair);
+    const __m256i nibbles[2] = {_mm256_and_si256(bytes, low_mask), _mm256_and_si256(_mm256_srli_epi16(bytes, 4), low_mask)};
+    for (int half = 0; half < 2; ++half) {
+      const int j = 2 * pair + half;
+      __m256i code = nibbles[half];
+      if constexpr (kHighBits) {
+        // Bit j of each qh byte moved to bit 4 (16-bit shifts by at most 4 keep each byte's bit 4
+        // from the same byte), masked.
+        const __m256i moved = j < 4 ? _mm256_slli_epi16(qh, 4 - j) : _mm256_srli_epi16(qh, j - 4);
+        code = _mm256_or_si256(code, _mm256_and_si256(moved, _mm256_set1_epi8(0x10)));
+      }
+      // scale_j in every int16 lane: bytes 2j, 2j + 1 of each half.
+      const __m256i scale = _mm256_shuffle_epi8(scales, _mm256_set1_epi16(static_cast<short>(0x0100 * (2 * j + 1) + 2 * j)));
+      sum = add_pair_products(sum, _mm256_maddubs_epi16(code, load32(x[j].q)), scale);
+    }
+  }
+  return sum;
+}
+#endif
+
 template <bool kHighBits>
 float k45_row_dot(const uint8_t* w, const ActScales& act, const ActBlockQ8* x, int64_t n_super) {
   constexpr std::size_t kBytes = kHighBits ? kQ5KBytes : kQ4KBytes;
-  const __m256i low_mask = _mm256_set1_epi8(0x0f);
   __m256 acc = _mm256_setzero_ps();      // Σ d·d_x·(integer sum), per lane
   __m256 min_acc = _mm256_setzero_ps();  // Σ (dmin·min_j)·s_x, lane j
   for (int64_t s = 0; s < n_super; ++s, w += kBytes, x += 8) {
     prefetch_block(w, kBytes);
     const decoders::KScalesMins sm = k_scales_mins(w + 4);
     const __m128i scales_mins = _mm_loadu_si128(reinterpret_cast<const __m128i*>(&sm));  // scales, then mins
-    // int16 lane j (of each 128-bit half) = scale_j.
-    const __m256i scales = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(scales_mins));
     const __m256 mins = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(scales_mins, 8)));
     min_acc = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_set1_ps(fp16_at(w + 2)), mins), _mm256_loadu_ps(act.s + 8 * s), min_acc);
-    const uint8_t* qs = w + (kHighBits ? 48 : 16);
-    [[maybe_unused]] const __m256i qh = kHighBits ? load32(w + 16) : __m256i{};
-    __m256i sum = _mm256_setzero_si256();
-    for (int pair = 0; pair < 4; ++pair) {
-      const __m256i bytes = load32(qs + 32 * pair);
-      const __m256i nibbles[2] = {_mm256_and_si256(bytes, low_mask),
-                                  _mm256_and_si256(_mm256_srli_epi16(bytes, 4), low_mask)};
-      for (int half = 0; half < 2; ++half) {
-        const int j = 2 * pair + half;
-        __m256i code = nibbles[half];
-        if constexpr (kHighBits) {
-          // Bit j of each qh byte moved to bit 4 (16-bit shifts by at most 4 keep each byte's bit 4
-          // from the same byte), masked.
-          const __m256i moved = j < 4 ? _mm256_slli_epi16(qh, 4 - j) : _mm256_srli_epi16(qh, j - 4);
-          code = _mm256_or_si256(code, _mm256_and_si256(moved, _mm256_set1_epi8(0x10)));
-        }
-        // scale_j in every int16 lane: bytes 2j, 2j + 1 of each half.
-        const __m256i scale = _mm256_shuffle_epi8(scales, _mm256_set1_epi16(static_cast<short>(0x0100 * (2 * j + 1) + 2 * j)));
-        sum = add_pair_products(sum, _mm256_maddubs_epi16(code, load32(x[j].q)), scale);
-      }
-    }
+    const __m256i sum = k45_super_block_sum<kHighBits>(scales_mins, w + (kHighBits ? 48 : 16), w + 16, x);
     acc = _mm256_fmadd_ps(_mm256_set1_ps(fp16_at(w) * act.d[8 * s]), _mm256_cvtepi32_ps(sum), acc);
   }
   return hsum(acc) - hsum(min_acc);
