@@ -57,16 +57,16 @@ using int8_dots::load32;
 // vector over j, from the blocks' s gathered into consecutive floats (act.s).
 //
 // k45_super_block_sum: that integer sum over one super-block, per int32 lane (Σ_j scale_j·pairs of
-// code·q_x of sub-block j). scales_mins: the super-block's 8 scales then 8 mins (bytes); qs, qh:
-// its codes.
+// code·q_x of sub-block j). scales_mins: the super-block's 8 scales then 8 mins (bytes); qs,
+// qh_bytes: its codes and (Q5_K) their fifth bits.
 #if MKV_SIMD >= 3
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // GCC bug 105593: see f16x16_load
-// In 512-bit registers: sub-block j = 2·pair in the low 256 bits and j + 1 in the high ones, so
+// In 512-bit registers: an even sub-block j in the low 256 bits and j + 1 in the high ones, so
 // that one vpmaddubsw, one vpshufb and one vpdpwssd serve two sub-blocks. The halves added at the
 // end give the 256-bit loop's 8 lanes exactly (integer sums): results bitwise the AVX2 variant's.
 template <bool kHighBits>
-__m256i k45_super_block_sum(__m128i scales_mins, const uint8_t* qs, const uint8_t* qh, const ActBlockQ8* x) {
+__m256i k45_super_block_sum(__m128i scales_mins, const uint8_t* qs, const uint8_t* qh_bytes, const ActBlockQ8* x) {
   const __m512i low_mask = _mm512_set1_epi8(0x0f);
   // int16 lane j of each 128-bit lane = scale_j.
   const __m512i scales = _mm512_broadcast_i32x4(_mm_cvtepu8_epi16(scales_mins));
@@ -74,13 +74,14 @@ __m256i k45_super_block_sum(__m128i scales_mins, const uint8_t* qs, const uint8_
   const __m512i nibble_shift = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(4), 1);
   const auto halves = [](__m256i low, __m256i high) { return _mm512_inserti64x4(_mm512_castsi256_si512(low), high, 1); };
   const auto int16s = [](int v) { return _mm256_set1_epi16(static_cast<short>(v)); };
-  [[maybe_unused]] const __m512i high_bits = kHighBits ? _mm512_broadcast_i64x4(load32(qh)) : __m512i{};
+  [[maybe_unused]] const __m512i high_bits = kHighBits ? _mm512_broadcast_i64x4(load32(qh_bytes)) : __m512i{};
   __m512i sum = _mm512_setzero_si512();
   for (int j = 0; j < 8; j += 2) {
     const __m512i bytes = _mm512_broadcast_i64x4(load32(qs + 16 * j));
     __m512i code = _mm512_and_si512(_mm512_srlv_epi16(bytes, nibble_shift), low_mask);
     if constexpr (kHighBits) {
-      // Bit j (low half) or j + 1 (high half) of each qh byte moved to bit 4, as below.
+      // Bit j (low half) or j + 1 (high half) of each qh byte moved to bit 4, as the 256-bit loop
+      // below does (16-bit shifts by at most 4).
       const __m512i moved = j < 4 ? _mm512_sllv_epi16(high_bits, halves(int16s(4 - j), int16s(3 - j)))
                                   : _mm512_srlv_epi16(high_bits, halves(int16s(j - 4), int16s(j - 3)));
       code = _mm512_or_si512(code, _mm512_and_si512(moved, _mm512_set1_epi8(0x10)));
