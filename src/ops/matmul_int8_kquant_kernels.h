@@ -62,6 +62,10 @@ using int8_dots::load32;
 #if MKV_SIMD >= 3
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // GCC bug 105593: see f16x16_load
+// low in the low 256 bits, high in the high ones.
+inline __m512i halves(__m256i low, __m256i high) { return _mm512_inserti64x4(_mm512_castsi256_si512(low), high, 1); }
+inline __m256i add_halves(__m512i v) { return _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1)); }
+
 // In 512-bit registers: an even sub-block j in the low 256 bits and j + 1 in the high ones, so
 // that one vpmaddubsw, one vpshufb and one vpdpwssd serve two sub-blocks. The halves added at the
 // end give the 256-bit loop's 8 lanes exactly (integer sums): results bitwise the AVX2 variant's.
@@ -72,7 +76,6 @@ __m256i k45_super_block_sum(__m128i scales_mins, const uint8_t* qs, const uint8_
   const __m512i scales = _mm512_broadcast_i32x4(_mm_cvtepu8_epi16(scales_mins));
   // Per int16 lane, 0 in the low half (low nibbles: sub-block j) and 4 in the high (j + 1).
   const __m512i nibble_shift = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(4), 1);
-  const auto halves = [](__m256i low, __m256i high) { return _mm512_inserti64x4(_mm512_castsi256_si512(low), high, 1); };
   const auto int16s = [](int v) { return _mm256_set1_epi16(static_cast<short>(v)); };
   [[maybe_unused]] const __m512i high_bits = kHighBits ? _mm512_broadcast_i64x4(load32(qh_bytes)) : __m512i{};
   __m512i sum = _mm512_setzero_si512();
@@ -90,7 +93,7 @@ __m256i k45_super_block_sum(__m128i scales_mins, const uint8_t* qs, const uint8_
     const __m512i scale = _mm512_shuffle_epi8(scales, halves(int16s(0x0100 * (2 * j + 1) + 2 * j), int16s(0x0100 * (2 * j + 3) + 2 * j + 2)));
     sum = _mm512_dpwssd_epi32(sum, _mm512_maddubs_epi16(code, halves(load32(x[j].q), load32(x[j + 1].q))), scale);
   }
-  return _mm256_add_epi32(_mm512_castsi512_si256(sum), _mm512_extracti64x4_epi64(sum, 1));
+  return add_halves(sum);
 }
 #pragma GCC diagnostic pop
 #else
@@ -144,27 +147,67 @@ float k45_row_dot(const uint8_t* w, const ActScales& act, const ActBlockQ8* x, i
 // as they are (pairs at most 2·63·127 < 2^15), and the 32 of value = c − 32 comes off once per
 // super-block: 32·Σ_i scale_i·Σ q_x over the 16 values of scale i (act.half_sums). Integer sums
 // over the super-block as Q4_K (at most 8·2·16002·128 < 2^25 per lane), one float step d·d_x·Σ.
+//
+// q6k_super_block_sum: Σ_k of the scaled code·q_x pairs of block k, per int32 lane, for the
+// super-block at w; scales: its 16 scales as int16.
+#if MKV_SIMD >= 3
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // GCC bug 105593: see f16x16_load
+// In 512-bit registers, as k45_super_block_sum: block k = 4h + q (q even) in the low 256 bits and
+// k + 1 in the high ones, whose low code bits are the 64 consecutive bytes ql[64h ..] (one nibble
+// for both) and whose high bits are qh[32h ..] shifted by 2q and 2q + 2. Bitwise the 256-bit sums.
+inline __m256i q6k_super_block_sum(const uint8_t* w, __m256i scales, const ActBlockQ8* x) {
+  // vpshufb index taking int16 lane i of a 128-bit lane into all eight of its lanes, in 64 bits.
+  const auto index = [](int i) { return static_cast<long long>(0x0001000100010001ULL * static_cast<uint64_t>(0x0100 * (2 * i + 1) + 2 * i)); };
+  __m512i sum = _mm512_setzero_si512();
+  for (int h = 0; h < 2; ++h) {
+    // Every 128-bit lane: scales 8h .. 8h + 7 as int16.
+    const __m512i half_scales = _mm512_broadcast_i32x4(h ? _mm256_extracti128_si256(scales, 1) : _mm256_castsi256_si128(scales));
+    const __m512i low_bytes = _mm512_loadu_si512(w + 64 * h);
+    const __m512i high_bytes = _mm512_broadcast_i64x4(load32(w + 128 + 32 * h));
+    for (int q = 0; q < 4; q += 2) {
+      const int k = 4 * h + q;
+      const __m512i low = _mm512_and_si512(q >= 2 ? _mm512_srli_epi16(low_bytes, 4) : low_bytes, _mm512_set1_epi8(0x0f));
+      const __m512i shifts = halves(_mm256_set1_epi16(static_cast<short>(2 * q)), _mm256_set1_epi16(static_cast<short>(2 * q + 2)));
+      const __m512i high = _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(high_bytes, shifts), _mm512_set1_epi8(3)), 4);
+      // 128-bit lanes 0-3: local scales 2q (values 0-15 of block k), 2q + 1, 2q + 2, 2q + 3 (of k + 1).
+      const __m512i scale = _mm512_shuffle_epi8(half_scales, _mm512_set_epi64(index(2 * q + 3), index(2 * q + 3), index(2 * q + 2), index(2 * q + 2),
+                                                                               index(2 * q + 1), index(2 * q + 1), index(2 * q), index(2 * q)));
+      const __m512i activations = halves(load32(x[k].q), load32(x[k + 1].q));
+      sum = _mm512_dpwssd_epi32(sum, _mm512_maddubs_epi16(_mm512_or_si512(low, high), activations), scale);
+    }
+  }
+  return add_halves(sum);
+}
+#pragma GCC diagnostic pop
+#else
+inline __m256i q6k_super_block_sum(const uint8_t* w, __m256i scales, const ActBlockQ8* x) {
+  __m256i sum = _mm256_setzero_si256();
+  for (int h = 0; h < 2; ++h) {
+    // Both 128-bit halves: scales 8h .. 8h + 7 as int16.
+    const __m256i half_scales = h ? _mm256_permute2x128_si256(scales, scales, 0x11)
+                                  : _mm256_permute2x128_si256(scales, scales, 0x00);
+    for (int q = 0; q < 4; ++q) {
+      const int k = 4 * h + q;
+      // int16 lanes 0-7: scale 2k (bytes 4q, 4q + 1), lanes 8-15: scale 2k + 1.
+      const __m256i scale = _mm256_shuffle_epi8(
+          half_scales, _mm256_setr_m128i(_mm_set1_epi16(static_cast<short>(0x0100 * (4 * q + 1) + 4 * q)),
+                                         _mm_set1_epi16(static_cast<short>(0x0100 * (4 * q + 3) + 4 * q + 2))));
+      sum = add_pair_products(sum, _mm256_maddubs_epi16(decoders::q6k_codes(w, h, q), load32(x[k].q)), scale);
+    }
+  }
+  return sum;
+}
+#endif
+
 float q6k_row_dot(const uint8_t* w, const ActScales& act, const ActBlockQ8* x, int64_t n_super) {
   __m256 acc = _mm256_setzero_ps();
   for (int64_t s = 0; s < n_super; ++s, w += kQ6KBytes, x += 8) {
     prefetch_block(w, kQ6KBytes);
     const __m256i scales = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w + 192)));
     // Σ_i scale_i·(Σ q_x of the values of scale i), i = 0 .. 15, in pairs.
-    __m256i sum = _mm256_sub_epi32(_mm256_setzero_si256(),
-                                   _mm256_slli_epi32(_mm256_madd_epi16(scales, load32(act.half_sums + 16 * s)), 5));
-    for (int h = 0; h < 2; ++h) {
-      // Both 128-bit halves: scales 8h .. 8h + 7 as int16.
-      const __m256i half_scales = h ? _mm256_permute2x128_si256(scales, scales, 0x11)
-                                    : _mm256_permute2x128_si256(scales, scales, 0x00);
-      for (int q = 0; q < 4; ++q) {
-        const int k = 4 * h + q;
-        // int16 lanes 0-7: scale 2k (bytes 4q, 4q + 1), lanes 8-15: scale 2k + 1.
-        const __m256i scale = _mm256_shuffle_epi8(
-            half_scales, _mm256_setr_m128i(_mm_set1_epi16(static_cast<short>(0x0100 * (4 * q + 1) + 4 * q)),
-                                           _mm_set1_epi16(static_cast<short>(0x0100 * (4 * q + 3) + 4 * q + 2))));
-        sum = add_pair_products(sum, _mm256_maddubs_epi16(decoders::q6k_codes(w, h, q), load32(x[k].q)), scale);
-      }
-    }
+    const __m256i offset = _mm256_slli_epi32(_mm256_madd_epi16(scales, load32(act.half_sums + 16 * s)), 5);
+    const __m256i sum = _mm256_sub_epi32(q6k_super_block_sum(w, scales, x), offset);
     acc = _mm256_fmadd_ps(_mm256_set1_ps(fp16_at(w + 208) * act.d[8 * s]), _mm256_cvtepi32_ps(sum), acc);
   }
   return hsum(acc);
