@@ -5,8 +5,8 @@
 // source runs unchanged on hosts without AVX-512. Written here instead: the two masked float
 // loads and stores and the 16-lane fp16 conversion that SIMDe 0.7.4 lacks; vdpbf16ps, whose SIMDe
 // form adds a lane's two products in the other order than the instruction; and the 256-bit
-// vpdpbusd, whose SIMDe form (a long shuffle sequence) made the integer products some thirty times slower than the avx2 variant's,
-// and the 256-bit vpdpwssd likewise.
+// vpdpbusd, whose SIMDe form (a long shuffle sequence) made the integer products some thirty
+// times slower than the avx2 variant's, and the 256-bit vpdpwssd likewise.
 #pragma once
 
 #include <cstring>

@@ -1,8 +1,9 @@
 // A compute-peak probe: every thread runs 12 independent chains of fused multiply-adds, 16 lanes
 // wide where the kernels in use are the AVX-512 variant's, else 8 (enough in flight to hide the FMA
 // latency on two pipes); the best pass is the machine's FP32 FMA peak, the roofline that prefill
-// (a GEMM) is measured against, as the read-bandwidth probe is for decode. Measured in the same minutes as a benchmark, it makes prefill speed comparable
-// across hosts, and across the hours of a shared host whose clocks drift.
+// (a GEMM) is measured against, as the read-bandwidth probe is for decode. Measured in the same
+// minutes as a benchmark, it makes prefill speed comparable across hosts, and across the hours of
+// a shared host whose clocks drift.
 #pragma once
 
 #include <cstdint>

@@ -49,6 +49,10 @@ using int8_dots::add_pair_products;
 using int8_dots::hsum;
 using int8_dots::load32;
 
+// The vpshufb index (bytes 2i, 2i + 1) that copies int16 lane i of a 128-bit lane into every
+// int16 lane of it: how the kernels below spread one scale over its sub-block's products.
+constexpr short int16_lane_index(int i) { return static_cast<short>(0x0100 * (2 * i + 1) + 2 * i); }
+
 // Q4_K and Q5_K: sub-block j pairs with activation block j; its codes are nibble (j & 1) of the
 // 32 bytes qs[32(j/2) ..] (| the fifth bit for Q5_K). The activation blocks of a super-block share
 // one scale d_x (activation_group_blocks), so the super-block's products sum in integers: int16
@@ -77,6 +81,7 @@ __m256i k45_super_block_sum(__m128i scales_mins, const uint8_t* qs, const uint8_
   // Per int16 lane, 0 in the low half (low nibbles: sub-block j) and 4 in the high (j + 1).
   const __m512i nibble_shift = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(4), 1);
   const auto int16s = [](int v) { return _mm256_set1_epi16(static_cast<short>(v)); };
+  const auto scale_index = [](int i) { return _mm256_set1_epi16(int16_lane_index(i)); };
   [[maybe_unused]] const __m512i high_bits = kHighBits ? _mm512_broadcast_i64x4(load32(qh_bytes)) : __m512i{};
   __m512i sum = _mm512_setzero_si512();
   for (int j = 0; j < 8; j += 2) {
@@ -89,8 +94,8 @@ __m256i k45_super_block_sum(__m128i scales_mins, const uint8_t* qs, const uint8_
                                   : _mm512_srlv_epi16(high_bits, halves(int16s(j - 4), int16s(j - 3)));
       code = _mm512_or_si512(code, _mm512_and_si512(moved, _mm512_set1_epi8(0x10)));
     }
-    // scale_j in every int16 lane of the low half (bytes 2j, 2j + 1), scale_{j+1} in the high.
-    const __m512i scale = _mm512_shuffle_epi8(scales, halves(int16s(0x0100 * (2 * j + 1) + 2 * j), int16s(0x0100 * (2 * j + 3) + 2 * j + 2)));
+    // scale_j in every int16 lane of the low half, scale_{j+1} in the high.
+    const __m512i scale = _mm512_shuffle_epi8(scales, halves(scale_index(j), scale_index(j + 1)));
     sum = _mm512_dpwssd_epi32(sum, _mm512_maddubs_epi16(code, halves(load32(x[j].q), load32(x[j + 1].q))), scale);
   }
   return add_halves(sum);
@@ -116,8 +121,8 @@ __m256i k45_super_block_sum(__m128i scales_mins, const uint8_t* qs, const uint8_
         const __m256i moved = j < 4 ? _mm256_slli_epi16(qh, 4 - j) : _mm256_srli_epi16(qh, j - 4);
         code = _mm256_or_si256(code, _mm256_and_si256(moved, _mm256_set1_epi8(0x10)));
       }
-      // scale_j in every int16 lane: bytes 2j, 2j + 1 of each half.
-      const __m256i scale = _mm256_shuffle_epi8(scales, _mm256_set1_epi16(static_cast<short>(0x0100 * (2 * j + 1) + 2 * j)));
+      // scale_j in every int16 lane of each half.
+      const __m256i scale = _mm256_shuffle_epi8(scales, _mm256_set1_epi16(int16_lane_index(j)));
       sum = add_pair_products(sum, _mm256_maddubs_epi16(code, load32(x[j].q)), scale);
     }
   }
@@ -157,8 +162,10 @@ float k45_row_dot(const uint8_t* w, const ActScales& act, const ActBlockQ8* x, i
 // k + 1 in the high ones, whose low code bits are the 64 consecutive bytes ql[64h ..] (one nibble
 // for both) and whose high bits are qh[32h ..] shifted by 2q and 2q + 2. Bitwise the 256-bit sums.
 inline __m256i q6k_super_block_sum(const uint8_t* w, __m256i scales, const ActBlockQ8* x) {
-  // vpshufb index taking int16 lane i of a 128-bit lane into all eight of its lanes, in 64 bits.
-  const auto index = [](int i) { return static_cast<long long>(0x0001000100010001ULL * static_cast<uint64_t>(0x0100 * (2 * i + 1) + 2 * i)); };
+  // int16_lane_index(i) in each int16 of 64 bits.
+  const auto index = [](int i) {
+    return static_cast<long long>(0x0001000100010001ULL * static_cast<uint16_t>(int16_lane_index(i)));
+  };
   __m512i sum = _mm512_setzero_si512();
   for (int h = 0; h < 2; ++h) {
     // Every 128-bit lane: scales 8h .. 8h + 7 as int16.
@@ -189,10 +196,9 @@ inline __m256i q6k_super_block_sum(const uint8_t* w, __m256i scales, const ActBl
                                   : _mm256_permute2x128_si256(scales, scales, 0x00);
     for (int q = 0; q < 4; ++q) {
       const int k = 4 * h + q;
-      // int16 lanes 0-7: scale 2k (bytes 4q, 4q + 1), lanes 8-15: scale 2k + 1.
+      // int16 lanes 0-7: scale 2k (local 2q), lanes 8-15: scale 2k + 1.
       const __m256i scale = _mm256_shuffle_epi8(
-          half_scales, _mm256_setr_m128i(_mm_set1_epi16(static_cast<short>(0x0100 * (4 * q + 1) + 4 * q)),
-                                         _mm_set1_epi16(static_cast<short>(0x0100 * (4 * q + 3) + 4 * q + 2))));
+          half_scales, _mm256_setr_m128i(_mm_set1_epi16(int16_lane_index(2 * q)), _mm_set1_epi16(int16_lane_index(2 * q + 1))));
       sum = add_pair_products(sum, _mm256_maddubs_epi16(decoders::q6k_codes(w, h, q), load32(x[k].q)), scale);
     }
   }
