@@ -21,6 +21,8 @@ struct Int8Activations {
   const uint8_t* biased_codes = nullptr;  // (n_tokens, cols): the blocks' q + 128 as unsigned bytes
   // Q6_K only, else null:
   const int16_t* half_sums = nullptr;  // (n_tokens, cols / 16): Σ q over each 16 consecutive values
+  // The K-quant types, else null:
+  const int8_t* codes = nullptr;       // (n_tokens, cols): the blocks' q, consecutive
 };
 
 // The integer GEMM's rows per packed panel (two 8-lane vectors).

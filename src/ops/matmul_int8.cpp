@@ -67,7 +67,8 @@ void matmul_int8(const WeightMatrix& w, const float* x, int64_t n_tokens, float*
   const int64_t nb = w.cols / 32, cols = w.cols;
   const bool prefill = n_tokens > kInt8MaxTokens;
   // Which optional operands the kernels read (Int8Activations): the scales as consecutive floats
-  // (K-quant row dots, the GEMM), the biased codes (the Q8_0 GEMM), the half-block code sums (Q6_K).
+  // (K-quant row dots, the GEMM), the biased codes (the Q8_0 GEMM), the half-block code sums (Q6_K),
+  // the codes as consecutive bytes (K-quant row dots).
   const bool k_quant = w.type == GgmlType::Q4_K || w.type == GgmlType::Q5_K || w.type == GgmlType::Q6_K;
   const bool scales = k_quant || prefill, biased = prefill && w.type == GgmlType::Q8_0;
   const bool half_sums = w.type == GgmlType::Q6_K;
@@ -76,6 +77,7 @@ void matmul_int8(const WeightMatrix& w, const float* x, int64_t n_tokens, float*
   thread_local std::vector<float> d, s;
   thread_local std::vector<uint8_t> biased_codes;
   thread_local std::vector<int16_t> sums16;
+  thread_local std::vector<int8_t> codes;
   // Grown, never shrunk: a decode step between two prompt chunks does not free the chunks' codes.
   auto at_least = [](auto& buffer, int64_t n) {
     if (buffer.size() < static_cast<std::size_t>(n)) buffer.resize(n);
@@ -87,12 +89,14 @@ void matmul_int8(const WeightMatrix& w, const float* x, int64_t n_tokens, float*
   }
   if (biased) at_least(biased_codes, n_tokens * cols);
   if (half_sums) at_least(sums16, 2 * n_tokens * nb);
+  if (k_quant) at_least(codes, n_tokens * cols);
   // Raw pointers: the thread team below must write the calling thread's buffers (thread_local).
   ActBlockQ8* const bp = blocks.data();
   float* const dp = scales ? d.data() : nullptr;
   float* const sp = scales ? s.data() : nullptr;
   uint8_t* const bcp = biased ? biased_codes.data() : nullptr;
   int16_t* const hp = half_sums ? sums16.data() : nullptr;
+  int8_t* const cp = k_quant ? codes.data() : nullptr;
   const int group = activation_group_blocks(w.type);
 #pragma omp parallel for schedule(static) if (prefill)
   for (int64_t t = 0; t < n_tokens; ++t) {
@@ -104,6 +108,7 @@ void matmul_int8(const WeightMatrix& w, const float* x, int64_t n_tokens, float*
       }
       if (biased)
         for (int l = 0; l < 32; ++l) bcp[32 * i + l] = static_cast<uint8_t>(bp[i].q[l] + 128);
+      if (k_quant) std::copy_n(bp[i].q, 32, cp + 32 * i);
       if (half_sums)
         for (int h = 0; h < 2; ++h) {
           int sum = 0;
@@ -112,7 +117,7 @@ void matmul_int8(const WeightMatrix& w, const float* x, int64_t n_tokens, float*
         }
     }
   }
-  const Int8Activations acts{bp, dp, sp, bcp, hp};
+  const Int8Activations acts{bp, dp, sp, bcp, hp, cp};
   const KernelTable& kernels = kernel_table();
   if (!prefill) return kernels.matmul_int8(w, acts, n_tokens, y);
   // Prefill: panels of kGemmRows rows shared among the team, each thread packing into its own scratch.

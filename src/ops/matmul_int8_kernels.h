@@ -153,7 +153,8 @@ void any_row_dots(const uint8_t* w, std::size_t block_bytes, const Int8Activatio
     for (int t = 0; t < T; ++t) {
       const int64_t i = first + t * nb;
       const ActBlockQ8* xt = x.blocks + i;
-      const ActScales act{x.d + i, x.s + i, x.half_sums ? x.half_sums + 2 * i : nullptr};
+      const KActivations act{x.codes ? x.codes + 32 * i : nullptr, x.d + i, x.s + i,
+                             x.half_sums ? x.half_sums + 2 * i : nullptr};
       float& out = y[t * y_stride];
       if constexpr (K == Kind::Q4_K) out = q4_k_row_dot(w, act, xt, nb / 8);
       else if constexpr (K == Kind::Q5_K) out = q5_k_row_dot(w, act, xt, nb / 8);

@@ -26,10 +26,12 @@ namespace {
 using decoders::k_scales_mins;
 using int8_dots::fp16_at;
 
-// The d and s fields of one token's activation blocks as consecutive floats (d[b] = x[b].d), which
-// the K-quant kernels read 8 at a time, and the Q6_K half-block sums; the portable kernels read
-// the blocks instead.
-struct ActScales {
+// One token's activation blocks as the SIMD kernels read them (Int8Activations' consecutive
+// copies): the codes of a super-block's 8 blocks as 256 consecutive bytes (a 512-bit load takes
+// two blocks), the d and s fields as consecutive floats (d[b] = x[b].d), 8 at a time, and the
+// Q6_K half-block sums. The portable kernels read the blocks instead.
+struct KActivations {
+  const int8_t* codes;
   const float* d;
   const float* s;
   const int16_t* half_sums;  // Q6_K: Σ q over each 16 values (Int8Activations::half_sums), else null
@@ -49,6 +51,33 @@ using int8_dots::add_pair_products;
 using int8_dots::hsum;
 using int8_dots::load32;
 
+// decoders::k_scales_mins in a register: bytes 0-7 the 8 scales, 8-15 the 8 mins, from the 12
+// packed bytes at p. Per 32-bit lane: scales 0-3 = u0 & 0x3f.., scales 4-7 = (u2 & 0x0f..) |
+// ((u0 >> 6) & 0x03..) << 4, mins 0-3 = u1 & 0x3f.., mins 4-7 = ((u2 >> 4) & 0x0f..) | ((u1 >> 6) &
+// 0x03..) << 4. Never through memory: GCC compiled the scalar decode's result in the AVX-512 variant
+// as two 8-byte stores and a 16-byte load, which the store buffer cannot forward. The AVX-512
+// variant computes the lanes with vector shifts (reads 16 bytes: p points into a block with at
+// least 4 more after them), the AVX2 one in general registers (faster there, as GCC's code for the
+// scalar decode already was).
+#if MKV_SIMD >= 3
+inline __m128i k_scales_mins_vector(const uint8_t* p) {
+  const __m128i u = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+  const __m128i low = _mm_and_si128(_mm_srlv_epi32(_mm_shuffle_epi32(u, _MM_SHUFFLE(2, 1, 2, 0)), _mm_setr_epi32(0, 0, 0, 4)),
+                                    _mm_setr_epi32(0x3f3f3f3f, 0x0f0f0f0f, 0x3f3f3f3f, 0x0f0f0f0f));
+  const __m128i high = _mm_and_si128(_mm_srlv_epi32(_mm_shuffle_epi32(u, _MM_SHUFFLE(1, 1, 0, 0)), _mm_setr_epi32(0, 6, 0, 6)),
+                                     _mm_setr_epi32(0, 0x03030303, 0, 0x03030303));
+  return _mm_or_si128(low, _mm_slli_epi32(high, 4));
+}
+#else
+inline __m128i k_scales_mins_vector(const uint8_t* p) {
+  uint32_t u[3];
+  std::memcpy(u, p, 12);
+  constexpr uint32_t k6 = 0x3f3f3f3f, k4 = 0x0f0f0f0f, k2 = 0x03030303;
+  return _mm_setr_epi32(static_cast<int>(u[0] & k6), static_cast<int>((u[2] & k4) | (((u[0] >> 6) & k2) << 4)),
+                        static_cast<int>(u[1] & k6), static_cast<int>(((u[2] >> 4) & k4) | (((u[1] >> 6) & k2) << 4)));
+}
+#endif
+
 // The vpshufb index (bytes 2i, 2i + 1) that copies int16 lane i of a 128-bit lane into every
 // int16 lane of it: how the kernels below spread one scale over its sub-block's products.
 constexpr short int16_lane_index(int i) { return static_cast<short>(0x0100 * (2 * i + 1) + 2 * i); }
@@ -62,7 +91,7 @@ constexpr short int16_lane_index(int i) { return static_cast<short>(0x0100 * (2 
 //
 // k45_super_block_sum: that integer sum over one super-block, per int32 lane (Σ_j scale_j·pairs of
 // code·q_x of sub-block j). scales_mins: the super-block's 8 scales then 8 mins (bytes); qs,
-// qh_bytes: its codes and (Q5_K) their fifth bits.
+// qh_bytes: its codes and (Q5_K) their fifth bits; xq: the 256 activation codes it meets.
 #if MKV_SIMD >= 3
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // GCC bug 105593: see f16x16_load
@@ -74,7 +103,7 @@ inline __m256i add_halves(__m512i v) { return _mm256_add_epi32(_mm512_castsi512_
 // that one vpmaddubsw, one vpshufb and one vpdpwssd serve two sub-blocks. The halves added at the
 // end give the 256-bit loop's 8 lanes exactly (integer sums): results bitwise the AVX2 variant's.
 template <bool kHighBits>
-__m256i k45_super_block_sum(__m128i scales_mins, const uint8_t* qs, const uint8_t* qh_bytes, const ActBlockQ8* x) {
+__m256i k45_super_block_sum(__m128i scales_mins, const uint8_t* qs, const uint8_t* qh_bytes, const int8_t* xq) {
   const __m512i low_mask = _mm512_set1_epi8(0x0f);
   // int16 lane j of each 128-bit lane = scale_j.
   const __m512i scales = _mm512_broadcast_i32x4(_mm_cvtepu8_epi16(scales_mins));
@@ -96,14 +125,14 @@ __m256i k45_super_block_sum(__m128i scales_mins, const uint8_t* qs, const uint8_
     }
     // scale_j in every int16 lane of the low half, scale_{j+1} in the high.
     const __m512i scale = _mm512_shuffle_epi8(scales, halves(scale_index(j), scale_index(j + 1)));
-    sum = _mm512_dpwssd_epi32(sum, _mm512_maddubs_epi16(code, halves(load32(x[j].q), load32(x[j + 1].q))), scale);
+    sum = _mm512_dpwssd_epi32(sum, _mm512_maddubs_epi16(code, _mm512_loadu_si512(xq + 32 * j)), scale);
   }
   return add_halves(sum);
 }
 #pragma GCC diagnostic pop
 #else
 template <bool kHighBits>
-__m256i k45_super_block_sum(__m128i scales_mins, const uint8_t* qs, const uint8_t* qh_bytes, const ActBlockQ8* x) {
+__m256i k45_super_block_sum(__m128i scales_mins, const uint8_t* qs, const uint8_t* qh_bytes, const int8_t* xq) {
   const __m256i low_mask = _mm256_set1_epi8(0x0f);
   // int16 lane j (of each 128-bit half) = scale_j.
   const __m256i scales = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(scales_mins));
@@ -123,7 +152,7 @@ __m256i k45_super_block_sum(__m128i scales_mins, const uint8_t* qs, const uint8_
       }
       // scale_j in every int16 lane of each half.
       const __m256i scale = _mm256_shuffle_epi8(scales, _mm256_set1_epi16(int16_lane_index(j)));
-      sum = add_pair_products(sum, _mm256_maddubs_epi16(code, load32(x[j].q)), scale);
+      sum = add_pair_products(sum, _mm256_maddubs_epi16(code, load32(xq + 32 * j)), scale);
     }
   }
   return sum;
@@ -131,20 +160,19 @@ __m256i k45_super_block_sum(__m128i scales_mins, const uint8_t* qs, const uint8_
 #endif
 
 template <bool kHighBits>
-float k45_row_dot(const uint8_t* w, const ActScales& act, const ActBlockQ8* x, int64_t n_super) {
+float k45_row_dot(const uint8_t* w, const KActivations& act, const ActBlockQ8*, int64_t n_super) {
   constexpr std::size_t kBytes = kHighBits ? kQ5KBytes : kQ4KBytes;
   __m256 acc = _mm256_setzero_ps();      // Σ d·d_x·(integer sum), per lane
   __m256 min_acc = _mm256_setzero_ps();  // Σ (dmin·min_j)·s_x, lane j
-  for (int64_t s = 0; s < n_super; ++s, w += kBytes, x += 8) {
+  for (int64_t s = 0; s < n_super; ++s, w += kBytes) {
     prefetch_block(w, kBytes);
-    const decoders::KScalesMins sm = k_scales_mins(w + 4);
-    const __m128i scales_mins = _mm_loadu_si128(reinterpret_cast<const __m128i*>(&sm));  // scales, then mins
+    const __m128i scales_mins = k_scales_mins_vector(w + 4);  // 8 scales, then 8 mins (bytes)
     const __m256 mins = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(scales_mins, 8)));
     min_acc = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_set1_ps(fp16_at(w + 2)), mins), _mm256_loadu_ps(act.s + 8 * s), min_acc);
-    const __m256i sum = k45_super_block_sum<kHighBits>(scales_mins, w + (kHighBits ? 48 : 16), w + 16, x);
+    const __m256i sum = k45_super_block_sum<kHighBits>(scales_mins, w + (kHighBits ? 48 : 16), w + 16, act.codes + 256 * s);
     acc = _mm256_fmadd_ps(_mm256_set1_ps(fp16_at(w) * act.d[8 * s]), _mm256_cvtepi32_ps(sum), acc);
   }
-  return hsum(acc) - hsum(min_acc);
+  return hsum(_mm256_sub_ps(acc, min_acc));
 }
 
 // Q6_K: activation block k = 4h + q meets values 0-15 with scale 2k and 16-31 with scale 2k + 1,
@@ -154,14 +182,14 @@ float k45_row_dot(const uint8_t* w, const ActScales& act, const ActBlockQ8* x, i
 // over the super-block as Q4_K (at most 8·2·16002·128 < 2^25 per lane), one float step d·d_x·Σ.
 //
 // q6k_super_block_sum: Σ_k of the scaled code·q_x pairs of block k, per int32 lane, for the
-// super-block at w; scales: its 16 scales as int16.
+// super-block at w; scales: its 16 scales as int16; xq: the 256 activation codes it meets.
 #if MKV_SIMD >= 3
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // GCC bug 105593: see f16x16_load
 // In 512-bit registers, as k45_super_block_sum: block k = 4h + q (q even) in the low 256 bits and
 // k + 1 in the high ones, whose low code bits are the 64 consecutive bytes ql[64h ..] (one nibble
 // for both) and whose high bits are qh[32h ..] shifted by 2q and 2q + 2. Bitwise the 256-bit sums.
-inline __m256i q6k_super_block_sum(const uint8_t* w, __m256i scales, const ActBlockQ8* x) {
+inline __m256i q6k_super_block_sum(const uint8_t* w, __m256i scales, const int8_t* xq) {
   // int16_lane_index(i) in each int16 of 64 bits.
   const auto index = [](int i) {
     return static_cast<long long>(0x0001000100010001ULL * static_cast<uint16_t>(int16_lane_index(i)));
@@ -180,7 +208,7 @@ inline __m256i q6k_super_block_sum(const uint8_t* w, __m256i scales, const ActBl
       // 128-bit lanes 0-3: local scales 2q (values 0-15 of block k), 2q + 1, 2q + 2, 2q + 3 (of k + 1).
       const __m512i scale = _mm512_shuffle_epi8(half_scales, _mm512_set_epi64(index(2 * q + 3), index(2 * q + 3), index(2 * q + 2), index(2 * q + 2),
                                                                                index(2 * q + 1), index(2 * q + 1), index(2 * q), index(2 * q)));
-      const __m512i activations = halves(load32(x[k].q), load32(x[k + 1].q));
+      const __m512i activations = _mm512_loadu_si512(xq + 32 * k);
       sum = _mm512_dpwssd_epi32(sum, _mm512_maddubs_epi16(_mm512_or_si512(low, high), activations), scale);
     }
   }
@@ -188,7 +216,7 @@ inline __m256i q6k_super_block_sum(const uint8_t* w, __m256i scales, const ActBl
 }
 #pragma GCC diagnostic pop
 #else
-inline __m256i q6k_super_block_sum(const uint8_t* w, __m256i scales, const ActBlockQ8* x) {
+inline __m256i q6k_super_block_sum(const uint8_t* w, __m256i scales, const int8_t* xq) {
   __m256i sum = _mm256_setzero_si256();
   for (int h = 0; h < 2; ++h) {
     // Both 128-bit halves: scales 8h .. 8h + 7 as int16.
@@ -199,21 +227,21 @@ inline __m256i q6k_super_block_sum(const uint8_t* w, __m256i scales, const ActBl
       // int16 lanes 0-7: scale 2k (local 2q), lanes 8-15: scale 2k + 1.
       const __m256i scale = _mm256_shuffle_epi8(
           half_scales, _mm256_setr_m128i(_mm_set1_epi16(int16_lane_index(2 * q)), _mm_set1_epi16(int16_lane_index(2 * q + 1))));
-      sum = add_pair_products(sum, _mm256_maddubs_epi16(decoders::q6k_codes(w, h, q), load32(x[k].q)), scale);
+      sum = add_pair_products(sum, _mm256_maddubs_epi16(decoders::q6k_codes(w, h, q), load32(xq + 32 * k)), scale);
     }
   }
   return sum;
 }
 #endif
 
-float q6k_row_dot(const uint8_t* w, const ActScales& act, const ActBlockQ8* x, int64_t n_super) {
+float q6k_row_dot(const uint8_t* w, const KActivations& act, const ActBlockQ8*, int64_t n_super) {
   __m256 acc = _mm256_setzero_ps();
-  for (int64_t s = 0; s < n_super; ++s, w += kQ6KBytes, x += 8) {
+  for (int64_t s = 0; s < n_super; ++s, w += kQ6KBytes) {
     prefetch_block(w, kQ6KBytes);
     const __m256i scales = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w + 192)));
     // Σ_i scale_i·(Σ q_x of the values of scale i), i = 0 .. 15, in pairs.
     const __m256i offset = _mm256_slli_epi32(_mm256_madd_epi16(scales, load32(act.half_sums + 16 * s)), 5);
-    const __m256i sum = _mm256_sub_epi32(q6k_super_block_sum(w, scales, x), offset);
+    const __m256i sum = _mm256_sub_epi32(q6k_super_block_sum(w, scales, act.codes + 256 * s), offset);
     acc = _mm256_fmadd_ps(_mm256_set1_ps(fp16_at(w + 208) * act.d[8 * s]), _mm256_cvtepi32_ps(sum), acc);
   }
   return hsum(acc);
@@ -222,7 +250,7 @@ float q6k_row_dot(const uint8_t* w, const ActScales& act, const ActBlockQ8* x, i
 #else  // portable
 
 template <bool kHighBits>
-float k45_row_dot(const uint8_t* w, const ActScales&, const ActBlockQ8* x, int64_t n_super) {
+float k45_row_dot(const uint8_t* w, const KActivations&, const ActBlockQ8* x, int64_t n_super) {
   constexpr std::size_t kBytes = kHighBits ? kQ5KBytes : kQ4KBytes;
   float sum = 0.0f, offset = 0.0f;
   for (int64_t s = 0; s < n_super; ++s, w += kBytes, x += 8) {
@@ -247,7 +275,7 @@ float k45_row_dot(const uint8_t* w, const ActScales&, const ActBlockQ8* x, int64
   return sum + offset;
 }
 
-float q6k_row_dot(const uint8_t* w, const ActScales&, const ActBlockQ8* x, int64_t n_super) {
+float q6k_row_dot(const uint8_t* w, const KActivations&, const ActBlockQ8* x, int64_t n_super) {
   float sum = 0.0f;
   for (int64_t s = 0; s < n_super; ++s, w += kQ6KBytes, x += 8) {
     prefetch_block(w, kQ6KBytes);
@@ -273,13 +301,13 @@ float q6k_row_dot(const uint8_t* w, const ActScales&, const ActBlockQ8* x, int64
 
 // w: one row of n_super super-blocks (ggml layout); x: its 8·n_super activation blocks, act their
 // scales.
-float q4_k_row_dot(const uint8_t* w, const ActScales& act, const ActBlockQ8* x, int64_t n_super) {
+float q4_k_row_dot(const uint8_t* w, const KActivations& act, const ActBlockQ8* x, int64_t n_super) {
   return k45_row_dot<false>(w, act, x, n_super);
 }
-float q5_k_row_dot(const uint8_t* w, const ActScales& act, const ActBlockQ8* x, int64_t n_super) {
+float q5_k_row_dot(const uint8_t* w, const KActivations& act, const ActBlockQ8* x, int64_t n_super) {
   return k45_row_dot<true>(w, act, x, n_super);
 }
-float q6_k_row_dot(const uint8_t* w, const ActScales& act, const ActBlockQ8* x, int64_t n_super) {
+float q6_k_row_dot(const uint8_t* w, const KActivations& act, const ActBlockQ8* x, int64_t n_super) {
   return q6k_row_dot(w, act, x, n_super);
 }
 

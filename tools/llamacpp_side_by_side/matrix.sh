@@ -3,17 +3,20 @@
 # Llama-3.2-1B shape (random weights, made with `momentkv make-model` when missing), run.sh's
 # alternating rounds of llama-bench and `momentkv bench` (default flags) on pp512, pp4096, tg128,
 # tg128@d4096 with the full cache and with MomentKV L=1024; on a host with the avx512 variant,
-# pp512 and tg128 again with MOMENTKV_CPU=avx2. Writes a markdown file: what it shows, the
-# command, the commit, the date, the CPU and its flags, then one table row per test with both
-# engines' medians, the ratio of the medians and the median and range of the rounds' ratios. Rows
-# are appended as they finish, so an interrupted run keeps what it measured.
+# pp512 and tg128 again with MOMENTKV_CPU=avx2 against llama.cpp limited to AVX2 as well
+# (run.sh's LLAMA_CPU=avx2: the two engines on the instruction set of an AVX2-only host). Writes
+# a markdown file: what it shows, the command, the commit, the date, the CPU and its flags, then
+# one table row per test with both engines' medians, the ratio of the medians and the median and
+# range of the rounds' ratios. Rows are appended as they finish, so an interrupted run keeps what
+# it measured.
 #
 # Usage: tools/llamacpp_side_by_side/matrix.sh OUT.md [THREADS]
 # Environment: MODELS (folder of the GGUFs, default /tmp/momentkv-models), SHAPE (make-model's
 # --shape, default llama-3.2-1b; tiny-llama for a quick check of the script), TYPES (default
 # "F16 Q8_0 Q4_K"), TESTS (default "pp512 pp4096 tg128 tg128@d4096 tg128@d4096+momentkv"),
 # ROUNDS (rounds of the depth-0 tests of up to 512 tokens, default 3; the others run one round of
-# one repetition), FORCED_AVX2 (0 skips the MOMENTKV_CPU=avx2 rows), MOMENTKV_BIN; run.sh's REPS,
+# one repetition), FORCED_AVX2 (0 skips the MOMENTKV_CPU=avx2 rows), FORCED_LLAMA_CPU (llama.cpp's
+# build in those rows: avx2, the default, or native), MOMENTKV_BIN; run.sh's REPS,
 # LLAMA_BENCH_FLAGS and MOMENTKV_CACHE pass through.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -39,6 +42,8 @@ for t in $tests; do
     { echo "error: TESTS: '$t' is not ppN, tgN, ppN@dD or tgN@dD (with +momentkv for MomentKV L=1024)" >&2; exit 1; }
 done
 forced_avx2=${FORCED_AVX2:-1}
+forced_llama_cpu=${FORCED_LLAMA_CPU:-avx2}
+case $forced_llama_cpu in native | avx2) ;; *) echo "error: FORCED_LLAMA_CPU must be avx2 or native, got '$forced_llama_cpu'" >&2; exit 1 ;; esac
 if [ "$forced_avx2" = 1 ] && ! "$momentkv" --version | grep -q 'available: [^;]*\bavx512\b\(,\|;\)'; then
   forced_avx2=0  # no avx512 variant on this host: the default rows already run avx2
 fi
@@ -55,7 +60,9 @@ flags=$(grep -m1 '^flags' /proc/cpuinfo | tr ' ' '\n' | grep -E '^(avx2|fma|f16c
   echo "  \`momentkv bench\` with default flags on random-weight GGUFs of the $shape shape, in"
   echo "  alternating rounds (\`tools/llamacpp_side_by_side/run.sh\`); ratio = momentkv / llama.cpp. In the"
   echo "  MomentKV rows momentkv holds 1024 cached rows per KV head, llama.cpp its full cache. Both keep"
-  echo "  keys and values in fp16, their default (momentkv bench's from e70f62e)."
+  echo "  keys and values in fp16, their default (momentkv bench's from e70f62e). Rows marked"
+  echo "  \"avx2 (forced; llama.cpp avx2)\" run \`MOMENTKV_CPU=avx2\` against llama.cpp built for AVX2 only"
+  echo "  (\`LLAMA_CPU=avx2\`): both engines on an AVX2-only host's instruction set."
   echo "- **Command:** \`tools/llamacpp_side_by_side/matrix.sh $out $threads\` (SHAPE=$shape, TYPES=\"$types\","
   echo "  TESTS=\"$tests\", ROUNDS=$rounds)"
   echo "- **momentkv:** commit $("$momentkv" --version | sed -n 's/.* commit \([^ ]*\) .*/\1/p') ($("$momentkv" --version | head -1))"
@@ -100,7 +107,9 @@ for type in $types; do
   fi
   for test in $tests; do row "$type" "$test" default "$model"; done
   if [ "$forced_avx2" = 1 ]; then
-    for test in pp512 tg128; do MOMENTKV_CPU=avx2 row "$type" "$test" "avx2 (forced)" "$model"; done
+    for test in pp512 tg128; do
+      MOMENTKV_CPU=avx2 LLAMA_CPU=$forced_llama_cpu row "$type" "$test" "avx2 (forced; llama.cpp $forced_llama_cpu)" "$model"
+    done
   fi
 done
 printf '\n%s, built by run.sh; in each row both engines ran the same test in\nalternating rounds.\n' "${llama_line:-llama.cpp (no row ran)}" >> "$out"

@@ -5,14 +5,16 @@
 # llama.cpp is built from source with its native CPU flags (GGML_NATIVE=ON), once, in a cache
 # folder: the source is the release bundled in the npm package node-llama-cpp (its
 # llama/gitRelease.bundle, a git bundle of the llama.cpp release the package pins), fetched with
-# `npm pack` from the npm registry. Nothing is installed system-wide.
+# `npm pack` from the npm registry. Nothing is installed system-wide. LLAMA_CPU=avx2 builds and
+# runs a second copy limited to AVX2/FMA/F16C/BMI2 (GGML_NATIVE=OFF), the instruction set of an
+# AVX2-only host, to set against `MOMENTKV_CPU=avx2 momentkv` on an AVX-512 host.
 #
 # Usage: tools/llamacpp_side_by_side/run.sh MODEL.gguf TEST [ROUNDS] [THREADS] [-- momentkv bench flags]
 #   TEST: ppN (prefill N tokens), tgN (decode N tokens), ppN@dD or tgN@dD (after a D-token depth)
 #   e.g. run.sh /tmp/1b-q8.gguf pp512 3 2
 #        run.sh /tmp/1b-q8.gguf tg128@d4096 2 2 -- --press momentkv --kv-budget 1024
 # Environment: REPS (repetitions per engine and round, default 3), MOMENTKV_BIN (default
-# build/momentkv), LLAMA_BENCH_FLAGS (extra llama-bench flags,
+# build/momentkv), LLAMA_CPU (native, the default, or avx2), LLAMA_BENCH_FLAGS (extra llama-bench flags,
 # e.g. "-fa 1"), MOMENTKV_CACHE (cache root, default ~/.cache/momentkv).
 # Output: one line per engine and round, "ENGINE TEST t/s ± sd", then the median of each engine,
 # their ratio (momentkv / llama.cpp), and the median and range of the rounds' ratios.
@@ -41,23 +43,34 @@ fi
 
 version=3.22.1
 cache=${MOMENTKV_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/momentkv}/llama.cpp-node-llama-cpp-$version
-llama_bench="$cache/build/bin/llama-bench"
+llama_cpu=${LLAMA_CPU:-native}
+case $llama_cpu in
+  native) build_dir=build; cpu_flags=(-DGGML_NATIVE=ON); flags_name=GGML_NATIVE ;;
+  avx2) build_dir=build-avx2; flags_name="AVX2 only"
+    cpu_flags=(-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON
+               -DGGML_AVX_VNNI=OFF -DGGML_AVX512=OFF -DGGML_AVX512_VBMI=OFF -DGGML_AVX512_VNNI=OFF
+               -DGGML_AVX512_BF16=OFF) ;;
+  *) echo "error: LLAMA_CPU must be native or avx2, got '$llama_cpu'" >&2; exit 1 ;;
+esac
+llama_bench="$cache/$build_dir/bin/llama-bench"
 if [ ! -x "$llama_bench" ]; then
-  echo "building llama.cpp (node-llama-cpp $version's release, native flags) in $cache ..." >&2
+  echo "building llama.cpp (node-llama-cpp $version's release, $flags_name) in $cache/$build_dir ..." >&2
   mkdir -p "$cache"
-  (cd "$cache" && npm pack --silent "node-llama-cpp@$version" > /dev/null &&
-     tar xzf "node-llama-cpp-$version.tgz" package/llama/gitRelease.bundle &&
-     rm -rf src && git clone -q package/llama/gitRelease.bundle src 2> /dev/null)
-  cmake -S "$cache/src" -B "$cache/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON \
+  if [ ! -d "$cache/src" ]; then
+    (cd "$cache" && npm pack --silent "node-llama-cpp@$version" > /dev/null &&
+       tar xzf "node-llama-cpp-$version.tgz" package/llama/gitRelease.bundle &&
+       rm -rf src.partial && git clone -q package/llama/gitRelease.bundle src.partial 2> /dev/null && mv src.partial src)
+  fi
+  cmake -S "$cache/src" -B "$cache/$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release "${cpu_flags[@]}" \
     -DBUILD_SHARED_LIBS=OFF -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_TESTS=OFF \
-    -DLLAMA_BUILD_SERVER=OFF > "$cache/configure.log"
-  cmake --build "$cache/build" --target llama-bench llama-batched-bench -j "$(nproc)" > "$cache/build.log"
+    -DLLAMA_BUILD_SERVER=OFF > "$cache/configure-$build_dir.log"
+  cmake --build "$cache/$build_dir" --target llama-bench llama-batched-bench -j "$(nproc)" > "$cache/build-$build_dir.log"
 fi
 momentkv=${MOMENTKV_BIN:-$root/build/momentkv}
 [ -x "$momentkv" ] || { echo "error: no momentkv binary at $momentkv (build it, or set MOMENTKV_BIN)" >&2; exit 1; }
 
 echo "# $test, $threads threads, $rounds rounds of $reps repetitions; CPU $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')"
-echo "# llama.cpp $(git -C "$cache/src" log -1 --format=%h 2> /dev/null || echo '?') (node-llama-cpp $version, GGML_NATIVE); $("$momentkv" --version | head -1)"
+echo "# llama.cpp $(git -C "$cache/src" log -1 --format=%h 2> /dev/null || echo '?') (node-llama-cpp $version, $flags_name); $("$momentkv" --version | head -1)"
 results=$(mktemp)
 trap 'rm -f "$results"' EXIT
 # Prints "ENGINE TEST avg ± sd" from a CSV on stdin with columns avg_ts and stddev_ts.
