@@ -112,5 +112,8 @@ for type in $types; do
     done
   fi
 done
-printf '\n%s, built by run.sh; in each row both engines ran the same test in\nalternating rounds.\n' "${llama_line:-llama.cpp (no row ran)}" >> "$out"
+forced_note=""
+[ "$forced_avx2" = 1 ] && [ "$forced_llama_cpu" = avx2 ] && forced_note=" (the forced-avx2 rows: the same release built for AVX2 only)"
+printf '\n%s, built by run.sh%s; in each row both engines ran the same test in\nalternating rounds.\n' \
+  "${llama_line:-llama.cpp (no row ran)}" "$forced_note" >> "$out"
 echo "wrote $out" >&2
