@@ -52,13 +52,13 @@ using int8_dots::hsum;
 using int8_dots::load32;
 
 // decoders::k_scales_mins in a register: bytes 0-7 the 8 scales, 8-15 the 8 mins, from the 12
-// packed bytes at p. Per 32-bit lane: scales 0-3 = u0 & 0x3f.., scales 4-7 = (u2 & 0x0f..) |
-// ((u0 >> 6) & 0x03..) << 4, mins 0-3 = u1 & 0x3f.., mins 4-7 = ((u2 >> 4) & 0x0f..) | ((u1 >> 6) &
-// 0x03..) << 4. Never through memory: GCC compiled the scalar decode's result in the AVX-512 variant
-// as two 8-byte stores and a 16-byte load, which the store buffer cannot forward. The AVX-512
-// variant computes the lanes with vector shifts (reads 16 bytes: p points into a block with at
-// least 4 more after them), the AVX2 one in general registers (faster there, as GCC's code for the
-// scalar decode already was).
+// packed bytes at p. The AVX2 variant loads the scalar decode's result, which GCC builds there
+// in general registers and moves into the vector register. In the AVX-512 variant GCC compiled
+// the same code as two 8-byte stores and a 16-byte load of them, which the store buffer cannot
+// forward; there the lanes are computed with vector shifts (reading 16 bytes: p points into a block
+// with at least 4 more after them), per 32-bit lane: scales 0-3 = u0 & 0x3f.., scales 4-7 = (u2 &
+// 0x0f..) | ((u0 >> 6) & 0x03..) << 4, mins 0-3 = u1 & 0x3f.., mins 4-7 = ((u2 >> 4) & 0x0f..) |
+// ((u1 >> 6) & 0x03..) << 4.
 #if MKV_SIMD >= 3
 inline __m128i k_scales_mins_vector(const uint8_t* p) {
   const __m128i u = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
@@ -70,11 +70,8 @@ inline __m128i k_scales_mins_vector(const uint8_t* p) {
 }
 #else
 inline __m128i k_scales_mins_vector(const uint8_t* p) {
-  uint32_t u[3];
-  std::memcpy(u, p, 12);
-  constexpr uint32_t k6 = 0x3f3f3f3f, k4 = 0x0f0f0f0f, k2 = 0x03030303;
-  return _mm_setr_epi32(static_cast<int>(u[0] & k6), static_cast<int>((u[2] & k4) | (((u[0] >> 6) & k2) << 4)),
-                        static_cast<int>(u[1] & k6), static_cast<int>(((u[2] >> 4) & k4) | (((u[1] >> 6) & k2) << 4)));
+  const decoders::KScalesMins sm = k_scales_mins(p);
+  return _mm_loadu_si128(reinterpret_cast<const __m128i*>(&sm));
 }
 #endif
 
