@@ -36,6 +36,7 @@
 
 #include "ops/block_decoders.h"
 #include "ops/kernel_table.h"
+#include "ops/row_items.h"
 
 namespace mkv::kernels::inline MKV_SIMD_NS {
 namespace {
@@ -44,7 +45,7 @@ using simd::F8;
 
 constexpr int64_t kMinParallelMacs = 1 << 18;  // multiply-adds below which one thread is faster
 constexpr int kTileTokens = kRowDotTileTokens;  // tokens per row-dot tile
-constexpr int64_t kItemRows = 64;  // rows per item of decode-sized products
+constexpr int64_t kItemRows = 64;  // rows per item of the BF16 GEMM (matmul_bf16_gemm_kernels.h)
 constexpr int kPanelRows = 16;    // two 8-lane vectors per panel column
 constexpr int kBlockTokens = 6;   // 6 x 2 accumulators + 2 panel vectors + 1 broadcast = 15 of 16 registers
 
@@ -526,7 +527,7 @@ void matmul_float(const WeightMatrix& w, const float* x, int64_t n_tokens, float
   const Item whole{static_cast<const uint8_t*>(w.data), ggml_row_bytes(w.type, w.cols), x, y, w.cols, w.rows, w.cols, 0, 0, 0, 0};
   decoders::visit_decoder(w.type, [&]<typename Decoder>() {
     const bool gemm = n_tokens > kRowDotMaxTokens;
-    const int64_t item_rows = gemm ? kPanelGroups<Decoder> * kPanelRows : kItemRows;
+    const int64_t item_rows = gemm ? kPanelGroups<Decoder> * kPanelRows : row_items::item_rows(whole.row_bytes);
     const int64_t n_row_items = (w.rows + item_rows - 1) / item_rows;
     // Each item packs its panels once, so its tokens are all the product's, unless the rows alone
     // give fewer than two items per thread (with many threads, products of few rows).
@@ -553,9 +554,8 @@ void matmul_float(const WeightMatrix& w, const float* x, int64_t n_tokens, float
     if (gemm) {
 #pragma omp parallel for schedule(dynamic, 1) if (parallel)
       for (int64_t i = 0; i < n_items; ++i) run(i);
-    } else {  // decode: guided, as in matmul_half_fast
-#pragma omp parallel for schedule(guided) if (parallel)
-      for (int64_t i = 0; i < n_items; ++i) run(i);
+    } else {
+      row_items::for_each_row_item(n_items, parallel, run);
     }
   });
 }
@@ -572,14 +572,11 @@ void matmul_half_fast(const WeightMatrix& w, const float* x, int64_t n_tokens, f
     else simd::f8_store_fp16(x_half + i, simd::f8_load(x + i));
   }
   const std::size_t row_bytes = ggml_row_bytes(w.type, w.cols);
-  const int64_t n_items = (w.rows + kItemRows - 1) / kItemRows;
+  const int64_t item_rows = row_items::item_rows(row_bytes);
+  const int64_t n_items = (w.rows + item_rows - 1) / item_rows;
   const bool parallel = n_items > 1 && w.rows * w.cols * n_tokens >= kMinParallelMacs;
-  // Guided: each thread first takes a long run of consecutive rows (one weight stream for the
-  // hardware prefetcher), then ever shorter ones, so a late thread still gets its share. With
-  // dynamic items of kItemRows rows the two threads' streams restart at every item.
-#pragma omp parallel for schedule(guided) if (parallel)
-  for (int64_t i = 0; i < n_items; ++i)
-    for (int64_t r = i * kItemRows; r < std::min(w.rows, (i + 1) * kItemRows); ++r) {
+  row_items::for_each_row_item(n_items, parallel, [&](int64_t i) {
+    for (int64_t r = i * item_rows; r < std::min(w.rows, (i + 1) * item_rows); ++r) {
       for (int64_t t = 0; t < n_tokens; ++t) y[t * w.rows + r] = 0.0f;
       const uint8_t* row = static_cast<const uint8_t*>(w.data) + r * row_bytes;
       if (bf16)
@@ -588,6 +585,7 @@ void matmul_half_fast(const WeightMatrix& w, const float* x, int64_t n_tokens, f
       else
         add_row<decoders::F16, uint16_t>({row, x_half, w.cols, y + r, w.rows, w.cols / 8, nullptr, 0}, n_tokens);
     }
+  });
 }
 
 }  // namespace

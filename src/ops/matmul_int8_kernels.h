@@ -13,11 +13,11 @@
 #include "ops/int8_dots.h"
 #include "ops/kernel_table.h"
 #include "ops/matmul_int8_kquant_kernels.h"
+#include "ops/row_items.h"
 
 namespace mkv::kernels::inline MKV_SIMD_NS {
 namespace {
 
-constexpr int64_t kInt8ItemRows = 64;
 constexpr int kInt8TileTokens = 4;  // tokens that share one decoding of each weight block
 constexpr int64_t kInt8MinParallelMacs = 1 << 18;  // multiply-adds below which one thread is faster
 
@@ -188,13 +188,12 @@ void run_rows(const WeightMatrix& w, const Int8Activations& x, int64_t n_tokens,
 
 template <Kind K>
 void run(const WeightMatrix& w, const Int8Activations& x, int64_t n_tokens, float* y) {
-  const int64_t n_items = (w.rows + kInt8ItemRows - 1) / kInt8ItemRows;
+  const int64_t rows = row_items::item_rows(ggml_row_bytes(w.type, w.cols));
+  const int64_t n_items = (w.rows + rows - 1) / rows;
   const bool parallel = n_items > 1 && w.rows * w.cols * n_tokens >= kInt8MinParallelMacs;
-  // Guided: each thread first takes a long run of consecutive rows (one weight stream for the
-  // hardware prefetcher), then ever shorter ones, so a late thread still gets its share.
-#pragma omp parallel for schedule(guided) if (parallel)
-  for (int64_t i = 0; i < n_items; ++i)
-    run_rows<K>(w, x, n_tokens, i * kInt8ItemRows, std::min(w.rows, (i + 1) * kInt8ItemRows), y);
+  row_items::for_each_row_item(n_items, parallel, [&](int64_t i) {
+    run_rows<K>(w, x, n_tokens, i * rows, std::min(w.rows, (i + 1) * rows), y);
+  });
 }
 
 // Calls f.template operator()<K>() with the Kind of w.type (a type matmul_int8_supported accepts).
