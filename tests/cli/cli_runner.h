@@ -1,18 +1,13 @@
-// Runs the momentkv binary for the CLI tests and checks its error convention.
+// The CLI tests' check of momentkv's error convention (run_momentkv itself is in test_support.h).
 #pragma once
 
 #include <string>
 
+#include "support/test_support.h"
+
 namespace mkv::test {
 
-struct CliResult {
-  int exit_code = -1;
-  std::string out;  // stdout
-  std::string err;  // stderr
-};
-
-// Runs `momentkv ARGS` (ARGS as typed in a shell); captures stdout and stderr.
-CliResult run_momentkv(const std::string& args);
+using CliResult = ShellRun;
 
 // A failing command prints exactly one line starting with "error:" that contains `fragment`,
 // and exits non-zero.

@@ -307,7 +307,9 @@ TEST_F(Serve, LogprobsAreTheModelsLogSoftmax) {
     EXPECT_EQ(top[0]["id"], probs[i]["id"]) << "a greedy pick is the most probable token";
     for (std::size_t k = 0; k < top.size(); ++k) {
       EXPECT_NEAR(top[k]["logprob"].get<double>(), row[top[k]["id"].get<int32_t>()] - log_z, 1e-3);
-      if (k > 0) EXPECT_GE(top[k - 1]["logprob"].get<double>(), top[k]["logprob"].get<double>());
+      if (k > 0) {
+        EXPECT_GE(top[k - 1]["logprob"].get<double>(), top[k]["logprob"].get<double>());
+      }
     }
     text += probs[i]["token"].get<std::string>();
   }

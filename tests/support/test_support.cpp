@@ -1,10 +1,14 @@
 #include "support/test_support.h"
 
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
-#include <unistd.h>
 
 #include "core/error.h"
 
@@ -50,5 +54,26 @@ std::string error_of(const std::function<void()>& action) {
   ADD_FAILURE() << "expected MkvError";
   return "";
 }
+
+ShellRun run_shell(const std::string& command) {
+  // A file of its own (not temp_dir(), which would wipe the calling test's folder).
+  static int calls = 0;
+  const std::filesystem::path err_path =
+      std::filesystem::temp_directory_path() /
+      ("momentkv-test-" + std::to_string(::getpid()) + "-" + std::to_string(++calls) + ".stderr");
+  ShellRun r;
+  std::FILE* pipe = ::popen(("(" + command + ") 2>" + err_path.string()).c_str(), "r");
+  if (!pipe) return r;
+  std::array<char, 4096> buffer{};
+  std::size_t n;
+  while ((n = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0) r.out.append(buffer.data(), n);
+  const int status = ::pclose(pipe);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  if (std::filesystem::exists(err_path)) r.err = read_file(err_path);
+  std::filesystem::remove(err_path);
+  return r;
+}
+
+ShellRun run_momentkv(const std::string& args) { return run_shell(std::string(MOMENTKV_BIN) + " " + args); }
 
 }  // namespace mkv::test

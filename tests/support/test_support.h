@@ -22,6 +22,16 @@ std::string read_file(const std::filesystem::path& path);
 // The message of the MkvError `action` throws; a test failure (and "") when it throws none.
 std::string error_of(const std::function<void()>& action);
 
+struct ShellRun {
+  int exit_code = -1;  // -1 when the command did not exit normally
+  std::string out;     // stdout
+  std::string err;     // stderr
+};
+// Runs `command` with /bin/sh; stdout and stderr captured.
+ShellRun run_shell(const std::string& command);
+// Runs the momentkv binary of this build: `momentkv ARGS` (ARGS as typed in a shell).
+ShellRun run_momentkv(const std::string& args);
+
 }  // namespace mkv::test
 
 // Resolves `relative` inside the shared assets into `var`, or skips the test with a message

@@ -1,36 +1,13 @@
 #include "sweep/sweep_test_support.h"
 
 #include <gtest/gtest.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include <array>
-#include <cstdio>
 #include <fstream>
 
 #include "support/test_support.h"
 
 namespace mkv::test {
 namespace fs = std::filesystem;
-
-ShellRun run_shell(const std::string& command) {
-  static int calls = 0;
-  const fs::path err_path =
-      fs::temp_directory_path() / ("momentkv-sweep-" + std::to_string(::getpid()) + "-" + std::to_string(++calls) + ".err");
-  ShellRun r;
-  std::FILE* pipe = ::popen(("(" + command + ") 2>" + err_path.string()).c_str(), "r");
-  if (!pipe) return r;
-  std::array<char, 4096> buffer{};
-  std::size_t n;
-  while ((n = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0) r.out.append(buffer.data(), n);
-  const int status = ::pclose(pipe);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  if (fs::exists(err_path)) r.err = read_file(err_path);
-  fs::remove(err_path);
-  return r;
-}
-
-ShellRun run_momentkv(const std::string& args) { return run_shell(std::string(MOMENTKV_BIN) + " " + args); }
 
 fs::path needle_model() { return fs::path(MOMENTKV_SOURCE_DIR) / "models" / "stories-needle-2k.gguf"; }
 

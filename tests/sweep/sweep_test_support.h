@@ -1,5 +1,5 @@
-// Helpers of the sweep tests: running shell commands and the momentkv binary, small sweep files
-// on the repository's trained model, and reading back every prediction a sweep wrote.
+// Helpers of the sweep tests: small sweep files on the repository's trained model, and reading
+// back every prediction a sweep wrote.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -8,16 +8,9 @@
 #include <map>
 #include <string>
 
-namespace mkv::test {
+#include "support/test_support.h"
 
-struct ShellRun {
-  int exit_code = -1;
-  std::string out, err;
-};
-// Runs `command` with /bin/sh; stdout and stderr captured.
-ShellRun run_shell(const std::string& command);
-// Runs `momentkv ARGS` (ARGS as typed in a shell).
-ShellRun run_momentkv(const std::string& args);
+namespace mkv::test {
 
 // models/stories-needle-2k.gguf of this repository.
 std::filesystem::path needle_model();

@@ -24,13 +24,15 @@ root=$(cd "$here/../.." && pwd)
 usage="usage: matrix.sh OUT.md [THREADS]"
 out=${1:?$usage}
 threads=${2:-2}
-[[ "$threads" =~ ^[1-9][0-9]*$ ]] || { echo "error: THREADS must be a positive integer, got '$threads'" >&2; exit 1; }
+# shellcheck source=../lib/bench_args.sh
+source "$root/tools/lib/bench_args.sh"
+require_positive_int THREADS "$threads"
 models=${MODELS:-/tmp/momentkv-models}
 shape=${SHAPE:-llama-3.2-1b}
 types=${TYPES:-F16 Q8_0 Q4_K}
 tests=${TESTS:-pp512 pp4096 tg128 tg128@d4096 tg128@d4096+momentkv}
 rounds=${ROUNDS:-3}
-[[ "$rounds" =~ ^[1-9][0-9]*$ ]] || { echo "error: ROUNDS must be a positive integer, got '$rounds'" >&2; exit 1; }
+require_positive_int ROUNDS "$rounds"
 momentkv=${MOMENTKV_BIN:-$root/build/momentkv}
 export MOMENTKV_BIN=$momentkv
 [ -x "$momentkv" ] || { echo "error: no momentkv binary at $momentkv (build it, or set MOMENTKV_BIN)" >&2; exit 1; }

@@ -29,17 +29,13 @@ threads=${4:-2}
 shift $(( $# < 4 ? $# : 4 ))
 [ "${1:-}" = "--" ] && shift
 [ -f "$model" ] || { echo "error: no model file '$model'" >&2; exit 1; }
-[[ "$rounds" =~ ^[1-9][0-9]*$ ]] || { echo "error: ROUNDS must be a positive integer, got '$rounds'" >&2; exit 1; }
+# shellcheck source=../lib/bench_args.sh
+source "$root/tools/lib/bench_args.sh"
+require_positive_int ROUNDS "$rounds"
 reps=${REPS:-3}
-[[ "$reps" =~ ^[1-9][0-9]*$ ]] || { echo "error: REPS must be a positive integer, got '$reps'" >&2; exit 1; }
-[[ "$threads" =~ ^[1-9][0-9]*$ ]] || { echo "error: THREADS must be a positive integer, got '$threads'" >&2; exit 1; }
-if [[ "$test" =~ ^pp([1-9][0-9]*)(@d([0-9]+))?$ ]]; then
-  n_prompt=${BASH_REMATCH[1]}; n_gen=0; depth=${BASH_REMATCH[3]:-0}
-elif [[ "$test" =~ ^tg([1-9][0-9]*)(@d([0-9]+))?$ ]]; then
-  n_prompt=0; n_gen=${BASH_REMATCH[1]}; depth=${BASH_REMATCH[3]:-0}
-else
-  echo "error: TEST must be ppN, tgN, ppN@dD or tgN@dD, got '$test'" >&2; exit 1
-fi
+require_positive_int REPS "$reps"
+require_positive_int THREADS "$threads"
+parse_bench_test "$test"
 
 version=3.22.1
 cache=${MOMENTKV_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/momentkv}/llama.cpp-node-llama-cpp-$version
