@@ -57,8 +57,12 @@ struct alignas(64) ItemRange {
 template <typename ItemFn>
 void for_each_row_item(int64_t n_items, bool parallel, ItemFn&& item) {
   const int n_threads = parallel ? omp_get_max_threads() : 1;
-  if (n_threads <= 1 || n_items <= 1 || n_items > INT32_MAX) {
-#pragma omp parallel for schedule(guided) if (parallel && n_items > 1)
+  if (n_threads <= 1 || n_items <= 1) {
+    for (int64_t i = 0; i < n_items; ++i) item(i);
+    return;
+  }
+  if (n_items > INT32_MAX) {  // more items than a range's 32-bit bounds hold
+#pragma omp parallel for schedule(guided)
     for (int64_t i = 0; i < n_items; ++i) item(i);
     return;
   }
