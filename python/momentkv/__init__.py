@@ -95,13 +95,15 @@ def _kv_budget(kv_budget):
 
 # The engine's streams, closed at interpreter exit: a stream left running (a generator still
 # referenced) would keep its worker computing, and calling its Python press, while Python finalizes.
+# Then threads still computing (daemon threads) are told to park instead of taking the GIL.
 _streams = weakref.WeakSet()
 
 
 @atexit.register
-def _close_streams():
+def _at_exit():
     for stream in list(_streams):
         stream.close()
+    _momentkv._mark_interpreter_exit()
 
 
 def _stream(pieces):

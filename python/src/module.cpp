@@ -30,7 +30,10 @@
 // catch (...) would swallow it (abort: "exception not rethrown"), and destructors would take the
 // GIL again (std::terminate) or release one the thread does not hold. So every place here that
 // takes the GIL on a computing thread parks that thread until the process exits instead (as
-// CPython 3.14 does itself), and catch (...) blocks rethrow a forced unwind.
+// CPython 3.14 does itself), and catch (...) blocks rethrow a forced unwind. Once momentkv's atexit
+// handler has closed the streams it marks the exit, and from then on a thread that released the
+// GIL to compute parks before taking it again: finalization may have finished by then, and taking
+// the GIL after that crashes (CPython 3.11 frees the runtime's locks) instead of unwinding.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -57,6 +60,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "compress_later.h"
@@ -102,6 +106,30 @@ struct Cancelled {};
   while (true) std::this_thread::sleep_for(std::chrono::hours(1));
 }
 
+// Set by _mark_interpreter_exit (momentkv's atexit handler, on the thread that then finalizes
+// Python). From then on a computing thread parks before taking the GIL: once Py_FinalizeEx has
+// finished, the runtime's locks are freed (CPython 3.11), and taking the GIL (PyThreadState_New,
+// PyEval_RestoreThread) would crash in the process's exit handlers instead of force-unwinding the
+// thread. The finalizing thread itself keeps taking the GIL (objects released during finalization).
+std::atomic<bool> g_interpreter_exiting{false};
+std::thread::id g_finalizing_thread;  // written once, before g_interpreter_exiting is set
+
+void mark_interpreter_exit() {
+  g_finalizing_thread = std::this_thread::get_id();
+  g_interpreter_exiting.store(true, std::memory_order_release);
+}
+
+// Called only where this thread does not hold the GIL (a thread parked with the GIL would stop the
+// finalization).
+void park_if_interpreter_exiting() {
+  if (g_interpreter_exiting.load(std::memory_order_acquire) && std::this_thread::get_id() != g_finalizing_thread)
+    park_until_exit();
+}
+
+// Whether this thread is inside a GilRelease scope of its own and not inside a GilAcquire within it:
+// it does not hold the GIL. (Stream workers are joined before the exit mark.)
+thread_local bool t_gil_released = false;
+
 // Runs f, which takes the GIL or runs Python code; parks the thread when Python is finalizing.
 template <class F>
 decltype(auto) parking_at_exit(F&& f) {
@@ -116,25 +144,34 @@ decltype(auto) parking_at_exit(F&& f) {
 class GilAcquire {
  public:
   GilAcquire() {
+    if (t_gil_released) park_if_interpreter_exiting();
     parking_at_exit([&] { gil_.emplace(); });
+    outer_released_ = std::exchange(t_gil_released, false);
   }
+  ~GilAcquire() { t_gil_released = outer_released_; }
+  GilAcquire(const GilAcquire&) = delete;
+  GilAcquire& operator=(const GilAcquire&) = delete;
 
  private:
   std::optional<py::gil_scoped_acquire> gil_;
+  bool outer_released_ = false;
 };
 
 // py::gil_scoped_release, whose reacquisition parks at interpreter exit.
 class GilRelease {
  public:
-  GilRelease() : state_(PyEval_SaveThread()) {}
+  GilRelease() : state_(PyEval_SaveThread()), outer_released_(std::exchange(t_gil_released, true)) {}
   ~GilRelease() {
+    park_if_interpreter_exiting();
     parking_at_exit([&] { PyEval_RestoreThread(state_); });
+    t_gil_released = outer_released_;
   }
   GilRelease(const GilRelease&) = delete;
   GilRelease& operator=(const GilRelease&) = delete;
 
  private:
   PyThreadState* state_;
+  bool outer_released_;
 };
 
 void poll_signals_now() {
@@ -1214,6 +1251,9 @@ PYBIND11_MODULE(_momentkv, m) {
     }
   });
 
+  m.def("_mark_interpreter_exit", &mark_interpreter_exit,
+        "Called by momentkv's atexit handler once its streams are closed: threads still computing park "
+        "instead of taking the GIL while Python finalizes.");
   m.def(
       "parse_press",
       [](const std::string& spec, std::optional<int64_t> kv_budget, std::optional<double> compression_ratio,
