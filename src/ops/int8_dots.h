@@ -24,6 +24,15 @@ inline __m256i dot_u8_i32(__m256i w, __m256i x) {
   return _mm256_madd_epi16(_mm256_maddubs_epi16(w, x), _mm256_set1_epi16(1));
 #endif
 }
+// start + dot_u8_i32(w, x), lane by lane (AVX-512: start is vpdpbusd's accumulator). AVX2 pairs
+// the products in int16 first, so there w must stay below 128 (as for dot_u8_i32).
+inline __m256i dot_u8_i32_from(__m256i start, __m256i w, __m256i x) {
+#if MKV_SIMD >= 3
+  return _mm256_dpbusd_epi32(start, w, x);
+#else
+  return _mm256_add_epi32(start, dot_u8_i32(w, x));
+#endif
+}
 // sum plus, per int32 lane i, a[2i]·b[2i] + a[2i+1]·b[2i+1] of the int16 lanes (exact while the
 // sums fit in 32 bits). AVX-512: one VNNI vpdpwssd; AVX2: vpmaddwd then vpaddd. Same integers.
 inline __m256i add_pair_products(__m256i sum, __m256i a, __m256i b) {

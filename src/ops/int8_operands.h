@@ -14,16 +14,30 @@ namespace mkv {
 // activation_group_blocks(type) blocks per scale), token-major.
 struct Int8Activations {
   const ActBlockQ8* blocks = nullptr;  // (n_tokens, cols / 32)
-  // Set for the K-quant types and for prefill (more than kInt8MaxTokens tokens), else null:
-  const float* d = nullptr;            // (n_tokens, cols / 32): blocks[i].d, consecutive
-  const float* s = nullptr;            // (n_tokens, cols / 32): blocks[i].s, consecutive
+  // The blocks' fields again, each kind consecutive (the codes 64-byte aligned):
+  const int8_t* codes = nullptr;  // (n_tokens, cols): blocks[i].q at codes + 32 i
+  const float* d = nullptr;       // (n_tokens, cols / 32): blocks[i].d
+  const float* s = nullptr;       // (n_tokens, cols / 32): blocks[i].s
   // Q8_0 prefill only, else null:
   const uint8_t* biased_codes = nullptr;  // (n_tokens, cols): the blocks' q + 128 as unsigned bytes
   // Q6_K only, else null:
   const int16_t* half_sums = nullptr;  // (n_tokens, cols / 16): Σ q over each 16 consecutive values
-  // The K-quant types, else null:
-  const int8_t* codes = nullptr;       // (n_tokens, cols): the blocks' q, consecutive
+  // Q4_0 and Q5_0 only, else null: (n_tokens, cols / 32, 8), 64-byte aligned: lane l of block i is
+  // -z · Σ q over values 4l .. 4l+3 of blocks[i], z = code_zero_point(type): the start of an
+  // integer dot of the weights' unsigned codes c + z, which then sums to the dot of the signed
+  // codes c in every lane.
+  const int32_t* lane_bias = nullptr;
 };
+
+// What the unsigned codes of a block of signed weight codes are offset by: the Q4_0 nibbles as
+// stored are c + 8, the Q5_0 5-bit codes c + 16; 0 for the other types.
+inline int code_zero_point(GgmlType type) {
+  switch (type) {
+    case GgmlType::Q4_0: return 8;
+    case GgmlType::Q5_0: return 16;
+    default: return 0;
+  }
+}
 
 // The integer GEMM's rows per packed panel (two 8-lane vectors).
 inline constexpr int kGemmRows = 16;

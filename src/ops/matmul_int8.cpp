@@ -10,6 +10,7 @@
 #include <cstring>
 #include <vector>
 
+#include "core/aligned_buffer.h"
 #include "core/error.h"
 #include "ops/kernel_table.h"
 
@@ -66,58 +67,65 @@ void matmul_int8(const WeightMatrix& w, const float* x, int64_t n_tokens, float*
   if (w.rows == 0 || n_tokens <= 0) return;
   const int64_t nb = w.cols / 32, cols = w.cols;
   const bool prefill = n_tokens > kInt8MaxTokens;
-  // Which optional operands the kernels read (Int8Activations): the scales as consecutive floats
-  // (K-quant row dots, the GEMM), the biased codes (the Q8_0 GEMM), the half-block code sums (Q6_K),
-  // the codes as consecutive bytes (K-quant row dots).
-  const bool k_quant = w.type == GgmlType::Q4_K || w.type == GgmlType::Q5_K || w.type == GgmlType::Q6_K;
-  const bool scales = k_quant || prefill, biased = prefill && w.type == GgmlType::Q8_0;
+  // The operands (Int8Activations): every product reads the codes as consecutive bytes and the
+  // scales and sums as consecutive floats; the Q8_0 GEMM the biased codes, Q6_K the half-block code
+  // sums, Q4_0 and Q5_0 the lane biases.
+  const bool biased = prefill && w.type == GgmlType::Q8_0;
   const bool half_sums = w.type == GgmlType::Q6_K;
-  // The operands, owned by the calling thread and reused across products.
+  const int zero_point = code_zero_point(w.type);
+  // Owned by the calling thread and reused across products; grown, never shrunk (a decode step
+  // between two prompt chunks does not free the chunks' codes).
   thread_local std::vector<ActBlockQ8> blocks;
   thread_local std::vector<float> d, s;
   thread_local std::vector<uint8_t> biased_codes;
   thread_local std::vector<int16_t> sums16;
-  thread_local std::vector<int8_t> codes;
-  // Grown, never shrunk: a decode step between two prompt chunks does not free the chunks' codes.
+  // 64-byte aligned: a block's 32 codes, or its 8 lane biases, in one cache line.
+  thread_local AlignedBuffer<int8_t> codes;
+  thread_local AlignedBuffer<int32_t> lane_biases;
   auto at_least = [](auto& buffer, int64_t n) {
     if (buffer.size() < static_cast<std::size_t>(n)) buffer.resize(n);
   };
+  auto aligned_at_least = [](auto& buffer, int64_t n) {
+    if (buffer.size() < static_cast<std::size_t>(n)) buffer = std::remove_reference_t<decltype(buffer)>(n);
+  };
   at_least(blocks, n_tokens * nb);
-  if (scales) {
-    at_least(d, n_tokens * nb);
-    at_least(s, n_tokens * nb);
-  }
+  at_least(d, n_tokens * nb);
+  at_least(s, n_tokens * nb);
+  aligned_at_least(codes, n_tokens * cols);
   if (biased) at_least(biased_codes, n_tokens * cols);
   if (half_sums) at_least(sums16, 2 * n_tokens * nb);
-  if (k_quant) at_least(codes, n_tokens * cols);
+  if (zero_point) aligned_at_least(lane_biases, 8 * n_tokens * nb);
   // Raw pointers: the thread team below must write the calling thread's buffers (thread_local).
   ActBlockQ8* const bp = blocks.data();
-  float* const dp = scales ? d.data() : nullptr;
-  float* const sp = scales ? s.data() : nullptr;
+  float* const dp = d.data();
+  float* const sp = s.data();
+  int8_t* const cp = codes.data();
   uint8_t* const bcp = biased ? biased_codes.data() : nullptr;
   int16_t* const hp = half_sums ? sums16.data() : nullptr;
-  int8_t* const cp = k_quant ? codes.data() : nullptr;
+  int32_t* const lbp = zero_point ? lane_biases.data() : nullptr;
   const int group = activation_group_blocks(w.type);
 #pragma omp parallel for schedule(static) if (prefill)
   for (int64_t t = 0; t < n_tokens; ++t) {
     quantize_activations_q8(x + t * cols, cols, bp + t * nb, group);
     for (int64_t i = t * nb; i < (t + 1) * nb; ++i) {
-      if (scales) {
-        dp[i] = bp[i].d;
-        sp[i] = bp[i].s;
-      }
+      const int8_t* q = bp[i].q;
+      dp[i] = bp[i].d;
+      sp[i] = bp[i].s;
+      std::copy_n(q, 32, cp + 32 * i);
       if (biased)
-        for (int l = 0; l < 32; ++l) bcp[32 * i + l] = static_cast<uint8_t>(bp[i].q[l] + 128);
-      if (k_quant) std::copy_n(bp[i].q, 32, cp + 32 * i);
+        for (int l = 0; l < 32; ++l) bcp[32 * i + l] = static_cast<uint8_t>(q[l] + 128);
+      if (zero_point)
+        for (int l = 0; l < 8; ++l) lbp[8 * i + l] = -zero_point * (q[4 * l] + q[4 * l + 1] + q[4 * l + 2] + q[4 * l + 3]);
       if (half_sums)
         for (int h = 0; h < 2; ++h) {
           int sum = 0;
-          for (int l = 16 * h; l < 16 * h + 16; ++l) sum += bp[i].q[l];
+          for (int l = 16 * h; l < 16 * h + 16; ++l) sum += q[l];
           hp[2 * i + h] = static_cast<int16_t>(sum);
         }
     }
   }
-  const Int8Activations acts{bp, dp, sp, bcp, hp, cp};
+  const Int8Activations acts{
+      .blocks = bp, .codes = cp, .d = dp, .s = sp, .biased_codes = bcp, .half_sums = hp, .lane_bias = lbp};
   const KernelTable& kernels = kernel_table();
   if (!prefill) return kernels.matmul_int8(w, acts, n_tokens, y);
   // Prefill: panels of kGemmRows rows shared among the team, each thread packing into its own scratch.

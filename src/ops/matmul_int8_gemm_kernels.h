@@ -182,11 +182,9 @@ void gemm_panel(const WeightMatrix& w, const Int8Activations& x, int64_t n_token
   const std::size_t row_bytes = ggml_row_bytes(w.type, w.cols);
   pack_gemm_panel<K>(static_cast<const uint8_t*>(w.data) + r0 * row_bytes, row_bytes, nb, panel);
   static constexpr auto kTiles = gemm_tiles<K>(std::make_integer_sequence<int, kGemmTokens<K>>{});
-  // Q8_0 on VNNI takes the biased codes (x + 128), the others the blocks' signed ones in place.
-  constexpr int64_t kBlock = sizeof(ActBlockQ8);
-  const TileCodes codes = K == Kind::Q8_0 && kBiasedActivations
-                              ? TileCodes{x.biased_codes, cols, 32}
-                              : TileCodes{reinterpret_cast<const uint8_t*>(x.blocks[0].q), nb * kBlock, kBlock};
+  // Q8_0 on VNNI takes the biased codes (x + 128), the others the signed ones.
+  const TileCodes codes = K == Kind::Q8_0 && kBiasedActivations ? TileCodes{x.biased_codes, cols, 32}
+                                                                : TileCodes{reinterpret_cast<const uint8_t*>(x.codes), cols, 32};
   for (int64_t t0 = 0; t0 < n_tokens; t0 += kGemmTokens<K>) {
     const int64_t tokens = std::min<int64_t>(kGemmTokens<K>, n_tokens - t0);
     const TileCodes first{codes.codes + t0 * codes.token_stride, codes.token_stride, codes.block_stride};

@@ -48,47 +48,64 @@ inline __m256i high_bits(uint32_t qh) {
   return _mm256_and_si256(v, _mm256_set1_epi8(0x10));
 }
 
-// Whether a type's codes are signed (dotted with the sign trick), and whether its blocks carry an
-// offset m (fp16 at byte 2), which adds m * s of each activation block.
+// Whether a type's codes are signed, and whether its blocks carry an offset m (fp16 at byte 2),
+// which adds m * s of each activation block.
 template <Kind K>
 constexpr bool kSignedCodes = K == Kind::Q8_0 || K == Kind::Q4_0 || K == Kind::Q5_0;
 template <Kind K>
 constexpr bool kHasOffset = K == Kind::Q4_1 || K == Kind::Q5_1;
+// Whether the signed codes c are dotted as the unsigned codes c + z that the blocks store (z =
+// code_zero_point) from the activations' lane biases, -z · Σ x per lane (Int8Activations): the same
+// integers in every lane as the sign trick (|c| against x with c's sign), which the other signed
+// type, Q8_0, keeps: its c + 128 would saturate AVX2's vpmaddubsw pairs, and under VNNI the bias
+// load cost more than the two sign operations it saves.
+template <Kind K>
+constexpr bool kBiasedCodes = K == Kind::Q4_0 || K == Kind::Q5_0;
 
-// The 32 integer codes of one weight block (signed bytes for kSignedCodes, else unsigned).
+// The 32 integer codes of one weight block: unsigned c + z for kBiasedCodes, else signed bytes for
+// kSignedCodes, else unsigned.
 template <Kind K>
 inline __m256i block_codes(const uint8_t* w) {
   if constexpr (K == Kind::Q8_0) return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + 2));
-  else if constexpr (K == Kind::Q4_0) return _mm256_sub_epi8(nibbles(w + 2), _mm256_set1_epi8(8));
+  else if constexpr (K == Kind::Q4_0) return nibbles(w + 2);
   else if constexpr (K == Kind::Q4_1) return nibbles(w + 4);
-  else if constexpr (K == Kind::Q5_0) return _mm256_sub_epi8(_mm256_or_si256(nibbles(w + 6), high_bits(load_u32(w + 2))), _mm256_set1_epi8(16));
+  else if constexpr (K == Kind::Q5_0) return _mm256_or_si256(nibbles(w + 6), high_bits(load_u32(w + 2)));
   else return _mm256_or_si256(nibbles(w + 8), high_bits(load_u32(w + 4)));
 }
 
-// One weight row against T tokens' activation blocks (token t's at x + t * x_stride); y[t *
-// y_stride] = the row's dot with token t. The block's codes, |codes| and scale are decoded once
-// for the T tokens; each token's sums run in the same order for every T (bitwise the same result).
+// One weight row against T tokens' activations from block `first` on (token t's blocks at first +
+// t * x_stride); y[t * y_stride] = the row's dot with token t. The block's codes, |codes| and scale
+// are decoded once for the T tokens; each token's sums run in the same order for every T (bitwise
+// the same result). The activation codes are read from x.codes (aligned: no load splits a cache
+// line), the scales from x.d.
 // One row at a time: streaming 2 or 4 rows together (sharing the activation loads) was slower.
 // Two blocks per step, each into its own accumulator, and one prefetch per step (about one per
 // cache line: a Q8_0 block is 34 bytes) rather than one per block, which issues half the
 // prefetches for the same lines.
 template <Kind K, int T>
-void row_dots(const uint8_t* w, std::size_t block_bytes, const ActBlockQ8* x, int64_t x_stride, int64_t nb, float* y,
-              int64_t y_stride) {
+void row_dots(const uint8_t* w, std::size_t block_bytes, const Int8Activations& x, int64_t first, int64_t x_stride,
+              int64_t nb, float* y, int64_t y_stride) {
   __m256 acc[T][2];
   for (auto& a : acc) a[0] = a[1] = _mm256_setzero_ps();
   float offset[T] = {};  // Σ m * s over the blocks (Q4_1, Q5_1), per token
   auto add_block = [&](const uint8_t* block, int64_t b, int k) {
     const __m256i codes = block_codes<K>(block);
-    [[maybe_unused]] const __m256i magnitude = kSignedCodes<K> ? _mm256_sign_epi8(codes, codes) : codes;
+    [[maybe_unused]] const __m256i magnitude =
+        kSignedCodes<K> && !kBiasedCodes<K> ? _mm256_sign_epi8(codes, codes) : codes;
     const float dw = fp16_at(block);
     [[maybe_unused]] const float m = kHasOffset<K> ? fp16_at(block + 2) : 0.0f;
     for (int t = 0; t < T; ++t) {
-      const ActBlockQ8& xb = x[t * x_stride + b];
-      if constexpr (kHasOffset<K>) offset[t] += m * xb.s;
-      const __m256i xq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb.q));
-      const __m256 dot = kSignedCodes<K> ? dot_s8_magnitude(magnitude, codes, xq) : dot_u8(codes, xq);
-      acc[t][k] = _mm256_fmadd_ps(_mm256_set1_ps(dw * xb.d), dot, acc[t][k]);
+      const int64_t i = first + t * x_stride + b;  // the activation block
+      if constexpr (kHasOffset<K>) offset[t] += m * x.s[i];
+      const __m256i xq = _mm256_load_si256(reinterpret_cast<const __m256i*>(x.codes + 32 * i));
+      __m256 dot;
+      if constexpr (kBiasedCodes<K>)
+        dot = _mm256_cvtepi32_ps(int8_dots::dot_u8_i32_from(int8_dots::load32(x.lane_bias + 8 * i), codes, xq));
+      else if constexpr (kSignedCodes<K>)
+        dot = dot_s8_magnitude(magnitude, codes, xq);
+      else
+        dot = dot_u8(codes, xq);
+      acc[t][k] = _mm256_fmadd_ps(_mm256_set1_ps(dw * x.d[i]), dot, acc[t][k]);
     }
   };
   int64_t b = 0;
@@ -134,9 +151,9 @@ float row_dot(const uint8_t* w, std::size_t block_bytes, const ActBlockQ8* x, in
 }
 
 template <Kind K, int T>
-void row_dots(const uint8_t* w, std::size_t block_bytes, const ActBlockQ8* x, int64_t x_stride, int64_t nb, float* y,
-              int64_t y_stride) {
-  for (int t = 0; t < T; ++t) y[t * y_stride] = row_dot<K>(w, block_bytes, x + t * x_stride, nb);
+void row_dots(const uint8_t* w, std::size_t block_bytes, const Int8Activations& x, int64_t first, int64_t x_stride,
+              int64_t nb, float* y, int64_t y_stride) {
+  for (int t = 0; t < T; ++t) y[t * y_stride] = row_dot<K>(w, block_bytes, x.blocks + first + t * x_stride, nb);
 }
 
 #endif
@@ -153,7 +170,7 @@ void any_row_dots(const uint8_t* w, std::size_t block_bytes, const Int8Activatio
     for (int t = 0; t < T; ++t) {
       const int64_t i = first + t * nb;
       const ActBlockQ8* xt = x.blocks + i;
-      const KActivations act{x.codes ? x.codes + 32 * i : nullptr, x.d + i, x.s + i,
+      const KActivations act{x.codes + 32 * i, x.d + i, x.s + i,
                              x.half_sums ? x.half_sums + 2 * i : nullptr};
       float& out = y[t * y_stride];
       if constexpr (K == Kind::Q4_K) out = q4_k_row_dot(w, act, xt, nb / 8);
@@ -161,7 +178,7 @@ void any_row_dots(const uint8_t* w, std::size_t block_bytes, const Int8Activatio
       else out = q6_k_row_dot(w, act, xt, nb / 8);
     }
   } else {
-    row_dots<K, T>(w, block_bytes, x.blocks + first, nb, nb, y, y_stride);
+    row_dots<K, T>(w, block_bytes, x, first, nb, nb, y, y_stride);
   }
 }
 
