@@ -83,8 +83,9 @@ MKV_MATMUL_FAST_BENCH(Q4_K);
 MKV_MATMUL_FAST_BENCH(Q6_K);
 MKV_MATMUL_FAST_BENCH(F16);
 MKV_MATMUL_FAST_BENCH(BF16);
-// Prefill-sized products in Fast precision: the integer GEMMs (Q8_0, Q4_K) and the bf16 GEMM.
+// Prefill-sized products in Fast precision: the integer GEMMs (Q8_0, Q4_0, Q4_K) and the bf16 GEMM.
 BENCHMARK_CAPTURE(BM_MatmulFast, Q8_0, mkv::GgmlType::Q8_0)->Arg(512)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_MatmulFast, Q4_0, mkv::GgmlType::Q4_0)->Arg(512)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_MatmulFast, Q4_K, mkv::GgmlType::Q4_K)->Arg(512)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_MatmulFast, BF16, mkv::GgmlType::BF16)->Arg(512)->UseRealTime()->Unit(benchmark::kMillisecond);
 

@@ -31,7 +31,7 @@ struct Int8Activations {
 
 // What the unsigned codes of a block of signed weight codes are offset by: the Q4_0 nibbles as
 // stored are c + 8, the Q5_0 5-bit codes c + 16; 0 for the other types.
-inline int code_zero_point(GgmlType type) {
+constexpr int code_zero_point(GgmlType type) {
   switch (type) {
     case GgmlType::Q4_0: return 8;
     case GgmlType::Q5_0: return 16;
@@ -46,8 +46,9 @@ inline constexpr int kGemmRows = 16;
 // vector holds 4 consecutive codes of one row (matmul_int8_gemm_kernels.h).
 struct GemmBlock {
   alignas(32) int8_t codes[8][2][32];  // [4-column group][rows 0-7 | 8-15][4 codes per row, row-major]
-  alignas(32) float scale[2][8];       // [half][row]: Q8_0 d, Q4_K d·scale_j
-  alignas(32) float min[2][8];         // Q4_K: dmin·min_j (times the block's s, subtracted)
+  alignas(32) float scale[2][8];       // [half][row]: Q8_0, Q4_0/1, Q5_0/1 d; Q4_K d·scale_j
+  alignas(32) float min[2][8];         // subtracted times the block's s: Q4_K dmin·min_j, Q4_0 8·d,
+                                       // Q5_0 16·d, Q4_1/Q5_1 −m; Q8_0 0
   alignas(32) int32_t bias[2][8];      // Q8_0: 128·Σ codes (the biased activations' excess)
 };
 

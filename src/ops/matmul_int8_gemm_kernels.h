@@ -1,5 +1,5 @@
-// Prefill-sized integer products (MatmulPrecision::Fast, more than kInt8MaxTokens tokens) of Q8_0
-// and Q4_K weights, compiled once per kernel variant (private to src/ops; included by
+// Prefill-sized integer products (MatmulPrecision::Fast, more than kInt8MaxTokens tokens) of Q8_0,
+// Q4_K and the legacy 4- and 5-bit weights (Q4_0, Q4_1, Q5_0, Q5_1), compiled once per kernel variant (private to src/ops; included by
 // kernel_variant.h). Entry point: int8_gemm_rows() (the KernelTable signature); matmul_int8.cpp
 // owns the buffers and runs the panels on its thread team.
 //
@@ -11,9 +11,12 @@
 // multiply-adds, where the float GEMM spends 32 FMAs. Each panel is packed once per product and
 // serves every token of it.
 //
-// Codes: Q4_K's are unsigned (0..15) and meet the signed activation codes directly. Q8_0's are
-// signed: VNNI takes the activations as unsigned x + 128 and subtracts 128·Σ codes per block
-// (GemmBlock::bias); AVX2, whose vpmaddubsw would saturate on x + 128, uses the sign trick.
+// Codes: Q4_K's and the legacy types' are packed unsigned as the blocks store them (0..15, 0..31)
+// and meet the signed activation codes directly; a block's value is scale·code − min, so the
+// product subtracts min·s per block and token (s = d_x·Σ x): Q4_K's dmin·m_j, Q4_0's 8·d and
+// Q5_0's 16·d (their codes' zero points), Q4_1's and Q5_1's −m. Q8_0's are signed: VNNI takes the
+// activations as unsigned x + 128 and subtracts 128·Σ codes per block (GemmBlock::bias); AVX2,
+// whose vpmaddubsw would saturate on x + 128, uses the sign trick.
 // The per-(row, token) sums run in another order than the decode kernels', so a token's outputs
 // depend on whether its product had more than kInt8MaxTokens tokens, as the float path's do past
 // kRowDotMaxTokens. The portable variant computes every token on its own (matmul_int8).
@@ -71,6 +74,20 @@ void pack_gemm_panel(const uint8_t* w, std::size_t row_bytes, int64_t nb, GemmBl
           p.min[h][r] = 0.0f;
         }
         _mm256_store_si256(reinterpret_cast<__m256i*>(p.bias[h]), _mm256_slli_epi32(store_groups<kBiasedActivations>(rows, p, h), 7));
+      }
+    } else if constexpr (K != Kind::Q4_K) {  // Q4_0, Q4_1, Q5_0, Q5_1: one 32-value block each
+      const std::size_t block_bytes = row_bytes / nb;
+      for (int64_t b = 0; b < nb; ++b) {
+        GemmBlock& p = out[b];
+        for (int r = 0; r < 8; ++r) {
+          const uint8_t* block = half + r * row_bytes + b * block_bytes;
+          rows[r] = block_codes<K>(block);
+          p.scale[h][r] = fp16_at(block);
+          if constexpr (kHasOffset<K>) p.min[h][r] = -fp16_at(block + 2);
+          else p.min[h][r] = static_cast<float>(kZeroPoint<K>) * p.scale[h][r];
+          p.bias[h][r] = 0;
+        }
+        store_groups<false>(rows, p, h);
       }
     } else {  // Q4_K: super-block s holds blocks 8s .. 8s + 7; block j is nibble (j & 1) of qs[32(j/2) ..]
       const __m256i low_mask = _mm256_set1_epi8(0x0f);
@@ -159,7 +176,7 @@ void gemm_tile(const GemmBlock* panel, int64_t nb, TileCodes x, const float* xd,
         __m256i s = sums[t][h];
         if constexpr (K == Kind::Q8_0 && kBiasedActivations) s = _mm256_sub_epi32(s, bias);
         acc[t][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_mul_ps(scale, _mm256_set1_ps(xd[t * nb + b])), acc[t][h]);
-        if constexpr (K == Kind::Q4_K) acc[t][h] = _mm256_fnmadd_ps(min, _mm256_set1_ps(xs[t * nb + b]), acc[t][h]);
+        if constexpr (K != Kind::Q8_0) acc[t][h] = _mm256_fnmadd_ps(min, _mm256_set1_ps(xs[t * nb + b]), acc[t][h]);
       }
     }
   }
@@ -198,8 +215,15 @@ void int8_gemm_rows(const WeightMatrix& w, const Int8Activations& x, int64_t n_t
                     int64_t row_end, [[maybe_unused]] GemmBlock* panel, float* y) {
 #if MKV_SIMD >= 2
   if (row_end - row_begin == kGemmRows) {
-    if (w.type == GgmlType::Q8_0) return gemm_panel<Kind::Q8_0>(w, x, n_tokens, row_begin, panel, y);
-    if (w.type == GgmlType::Q4_K) return gemm_panel<Kind::Q4_K>(w, x, n_tokens, row_begin, panel, y);
+    switch (w.type) {
+      case GgmlType::Q8_0: return gemm_panel<Kind::Q8_0>(w, x, n_tokens, row_begin, panel, y);
+      case GgmlType::Q4_0: return gemm_panel<Kind::Q4_0>(w, x, n_tokens, row_begin, panel, y);
+      case GgmlType::Q4_1: return gemm_panel<Kind::Q4_1>(w, x, n_tokens, row_begin, panel, y);
+      case GgmlType::Q5_0: return gemm_panel<Kind::Q5_0>(w, x, n_tokens, row_begin, panel, y);
+      case GgmlType::Q5_1: return gemm_panel<Kind::Q5_1>(w, x, n_tokens, row_begin, panel, y);
+      case GgmlType::Q4_K: return gemm_panel<Kind::Q4_K>(w, x, n_tokens, row_begin, panel, y);
+      default: break;  // the row dots below
+    }
   }
 #endif
   visit_kind(w.type, [&]<Kind K>() { run_rows<K>(w, x, n_tokens, row_begin, row_end, y); });

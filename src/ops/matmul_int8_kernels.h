@@ -61,6 +61,8 @@ constexpr bool kHasOffset = K == Kind::Q4_1 || K == Kind::Q5_1;
 // load cost more than the two sign operations it saves.
 template <Kind K>
 constexpr bool kBiasedCodes = K == Kind::Q4_0 || K == Kind::Q5_0;
+template <Kind K>
+constexpr int kZeroPoint = code_zero_point(K == Kind::Q4_0 ? GgmlType::Q4_0 : K == Kind::Q5_0 ? GgmlType::Q5_0 : GgmlType::F32);
 
 // The 32 integer codes of one weight block: unsigned c + z for kBiasedCodes, else signed bytes for
 // kSignedCodes, else unsigned.

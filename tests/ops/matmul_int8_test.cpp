@@ -49,8 +49,8 @@ struct Problem {
 class Int8Type : public ::testing::TestWithParam<GgmlType> {};
 
 TEST_P(Int8Type, EqualsTheFloat64ProductWithQuantisedActivations) {
-  // The last shape is prefill-sized: Q8_0 and Q4_K take the GEMM there (37 rows: two panels of 16
-  // and 5 rows past them), the other types each token's row dots.
+  // The last shape is prefill-sized: the types with an integer GEMM take it there (37 rows: two
+  // panels of 16 and 5 rows past them), Q5_K and Q6_K each token's row dots.
   for (const auto& [rows, cols, tokens] : {std::tuple{7, 32, 1}, std::tuple{67, 256, 1}, std::tuple{130, 2048, 3},
                                            std::tuple{37, 512, int(kInt8MaxTokens) + 9}}) {
     if (cols % ggml_type_info(GetParam()).block_size != 0) continue;  // K-quants: 256-value blocks
@@ -153,7 +153,7 @@ TEST(MatmulPrecision, ExactIsTheDefaultAndTypesWithoutAFastPathKeepTheFloatKerne
     }
   }
   // Prefill-sized batches (more than kInt8MaxTokens tokens) of the types without an integer GEMM
-  // keep the float kernel in Fast precision; Q8_0 and Q4_K take the GEMM. So do F16 batches of
+  // (Q5_K, Q6_K) keep the float kernel in Fast precision; the others take the GEMM. So do F16 batches of
   // more than kRowDotMaxTokens tokens (BF16 ones take bf16 activations: the next test), and F16
   // and BF16 rows that are not whole 8-value groups (valid: their block size is 1).
   for (GgmlType type : {GgmlType::F16, GgmlType::BF16}) {
@@ -171,7 +171,8 @@ TEST(MatmulPrecision, ExactIsTheDefaultAndTypesWithoutAFastPathKeepTheFloatKerne
     }
   }
   constexpr int64_t kPrefill = kInt8MaxTokens + 1;
-  for (GgmlType type : {GgmlType::Q4_0, GgmlType::Q6_K, GgmlType::Q8_0, GgmlType::Q4_K}) {
+  for (GgmlType type : {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q5_K,
+                        GgmlType::Q6_K, GgmlType::Q8_0, GgmlType::Q4_K}) {
     Problem p(type, 32, 256, kPrefill, 4);
     std::vector<float> exact(kPrefill * 32), fast(kPrefill * 32);
     matmul(p.w, p.x.data(), kPrefill, exact.data());
@@ -179,7 +180,7 @@ TEST(MatmulPrecision, ExactIsTheDefaultAndTypesWithoutAFastPathKeepTheFloatKerne
       PrecisionGuard g(MatmulPrecision::Fast);
       matmul(p.w, p.x.data(), kPrefill, fast.data());
     }
-    EXPECT_EQ(matmul_int8_gemm_supported(type), type == GgmlType::Q8_0 || type == GgmlType::Q4_K);
+    EXPECT_EQ(matmul_int8_gemm_supported(type), type != GgmlType::Q5_K && type != GgmlType::Q6_K);
     if (matmul_int8_gemm_supported(type)) {
       EXPECT_NE(exact, fast) << ggml_type_info(type).name;
     } else {
