@@ -3,10 +3,12 @@
 // (libsimde-dev) implements them with AVX2 instructions under their Intel names (its native
 // aliases: a macro per intrinsic and a typedef per vector type), so that the avx512 variant's
 // source runs unchanged on hosts without AVX-512. Written here instead: the two masked float
-// loads and stores and the 16-lane fp16 conversion that SIMDe 0.7.4 lacks; vdpbf16ps, whose SIMDe
+// loads and stores, the 16-lane fp16 and int32 conversions and the float32 half extraction that
+// SIMDe 0.7.4 lacks; vdpbf16ps, whose SIMDe
 // form adds a lane's two products in the other order than the instruction; and the 256-bit
 // vpdpbusd, whose SIMDe form (a long shuffle sequence) made the integer products some thirty
-// times slower than the avx2 variant's, and the 256-bit vpdpwssd likewise.
+// times slower than the avx2 variant's (and the 512-bit one, as two of those), and the 256-bit
+// vpdpwssd likewise.
 #pragma once
 
 #include <cstring>
@@ -80,6 +82,38 @@ inline simde__m512 cvtph_ps(simde__m256i a) {
   std::memcpy(&out, lanes, sizeof out);
   return out;
 }
+
+// _mm512_dpbusd_epi32 as two of the 256-bit dpbusd_epi32 above (SIMDe's is as slow as its 256-bit one).
+inline simde__m512i dpbusd512_epi32(simde__m512i src, simde__m512i a, simde__m512i b) {
+  __m256i s[2], av[2], bv[2];
+  static_assert(sizeof s == sizeof src);
+  std::memcpy(s, &src, sizeof s);
+  std::memcpy(av, &a, sizeof av);
+  std::memcpy(bv, &b, sizeof bv);
+  for (int h = 0; h < 2; ++h) s[h] = dpbusd_epi32(s[h], av[h], bv[h]);
+  simde__m512i out;
+  std::memcpy(&out, s, sizeof out);
+  return out;
+}
+
+// _mm512_cvtepi32_ps (SIMDe 0.7.4 lacks it): two 8-lane conversions.
+inline simde__m512 cvtepi32_ps(simde__m512i a) {
+  __m256i halves[2];
+  static_assert(sizeof halves == sizeof a);
+  std::memcpy(halves, &a, sizeof halves);
+  const __m256 lanes[2] = {_mm256_cvtepi32_ps(halves[0]), _mm256_cvtepi32_ps(halves[1])};
+  simde__m512 out;
+  std::memcpy(&out, lanes, sizeof out);
+  return out;
+}
+
+// _mm512_extractf32x8_ps (SIMDe 0.7.4 lacks it): lanes 8i .. 8i + 7.
+inline __m256 extractf32x8_ps(simde__m512 a, int i) {
+  __m256 halves[2];
+  static_assert(sizeof halves == sizeof a);
+  std::memcpy(halves, &a, sizeof halves);
+  return halves[i & 1];
+}
 }  // namespace mkv::avx512_emulation
 
 #undef _mm256_dpbusd_epi32
@@ -92,3 +126,7 @@ inline simde__m512 cvtph_ps(simde__m256i a) {
 #define _mm512_mask_storeu_ps mkv::avx512_emulation::mask_storeu_ps
 #undef _mm512_cvtph_ps
 #define _mm512_cvtph_ps mkv::avx512_emulation::cvtph_ps
+#undef _mm512_dpbusd_epi32
+#define _mm512_dpbusd_epi32 mkv::avx512_emulation::dpbusd512_epi32
+#define _mm512_cvtepi32_ps mkv::avx512_emulation::cvtepi32_ps
+#define _mm512_extractf32x8_ps mkv::avx512_emulation::extractf32x8_ps

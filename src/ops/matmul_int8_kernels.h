@@ -120,6 +120,58 @@ void row_dots(const uint8_t* w, std::size_t block_bytes, const Int8Activations& 
   for (int t = 0; t < T; ++t) y[t * y_stride] = hsum(_mm256_add_ps(acc[t][0], acc[t][1])) + offset[t];
 }
 
+#if MKV_SIMD >= 3
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // GCC bug 105593: see f16x16_load
+
+// row_dots<Q8_0, T> in 512-bit registers, two blocks per vector: block b in lanes 0-7 and block
+// b + 1 in lanes 8-15, each lane summing the same 4 products as the 256-bit lane and taking the
+// same FMAs with the same scale, so that lanes 0-7 are row_dots' even-block accumulator and lanes
+// 8-15 its odd one: bitwise the same result with about half the instructions per block. AVX-512
+// has no vpsignb: |w| is vpabsb, and x takes w's sign through a mask of w's sign bits (x stays
+// where w is 0, which |w| = 0 cancels).
+template <int T>
+void q8_0_row_dots_x16(const uint8_t* w, const Int8Activations& x, int64_t first, int64_t x_stride, int64_t nb,
+                       float* y, int64_t y_stride) {
+  constexpr std::size_t kBlockBytes = 34;
+  // Lanes 0-7 take element 0 of a vector, lanes 8-15 element 1 (the pair's two scales).
+  const __m512i pair_lanes = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
+  __m512 acc[T];
+  for (auto& a : acc) a = _mm512_setzero_ps();
+  int64_t b = 0;
+  for (; b + 1 < nb; b += 2, w += 2 * kBlockBytes) {
+    simd::prefetch_stream_ahead(w);
+    const __m512i codes = _mm512_inserti64x4(_mm512_castsi256_si512(int8_dots::load32(w + 2)),
+                                             int8_dots::load32(w + kBlockBytes + 2), 1);
+    const __m512i magnitude = _mm512_abs_epi8(codes);
+    const __mmask64 negative = _mm512_movepi8_mask(codes);
+    const __m128 dw = _mm_cvtph_ps(_mm_insert_epi16(_mm_cvtsi32_si128(load_u16(w)), load_u16(w + kBlockBytes), 1));
+    for (int t = 0; t < T; ++t) {
+      const int64_t i = first + t * x_stride + b;  // the pair's first activation block
+      const __m512i xq = _mm512_loadu_si512(x.codes + 32 * i);
+      const __m512i signed_x = _mm512_mask_sub_epi8(xq, negative, _mm512_setzero_si512(), xq);
+      const __m512 dot = _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(_mm512_setzero_si512(), magnitude, signed_x));
+      const __m128 scales = _mm_mul_ps(dw, _mm_castpd_ps(_mm_load_sd(reinterpret_cast<const double*>(x.d + i))));
+      acc[t] = _mm512_fmadd_ps(_mm512_permutexvar_ps(pair_lanes, _mm512_castps128_ps512(scales)), dot, acc[t]);
+    }
+  }
+  for (int t = 0; t < T; ++t) {
+    __m256 even = _mm512_castps512_ps256(acc[t]);
+    const __m256 odd = _mm512_extractf32x8_ps(acc[t], 1);
+    if (b < nb) {  // a last, even block
+      const int64_t i = first + t * x_stride + b;
+      const __m256i codes = block_codes<Kind::Q8_0>(w);
+      const __m256i xq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.codes + 32 * i));
+      even = _mm256_fmadd_ps(_mm256_set1_ps(fp16_at(w) * x.d[i]),
+                             dot_s8_magnitude(_mm256_sign_epi8(codes, codes), codes, xq), even);
+    }
+    y[t * y_stride] = hsum(_mm256_add_ps(even, odd));
+  }
+}
+
+#pragma GCC diagnostic pop
+#endif
+
 #else  // portable
 
 // Code of value i (0..31) of a legacy block, before subtracting the type's zero point.
@@ -180,6 +232,9 @@ void any_row_dots(const uint8_t* w, std::size_t block_bytes, const Int8Activatio
       else out = q6_k_row_dot(w, act, xt, nb / 8);
     }
   } else {
+#if MKV_SIMD >= 3
+    if constexpr (K == Kind::Q8_0) return q8_0_row_dots_x16<T>(w, x, first, nb, nb, y, y_stride);
+#endif
     row_dots<K, T>(w, block_bytes, x, first, nb, nb, y, y_stride);
   }
 }

@@ -81,20 +81,26 @@ TEST_P(Int8Type, Avx512VnniGivesTheAvx2Floats) {
   // bit-identical outputs, from the real AVX-512 variant and from SIMDe's emulation of it.
   if (!cpu_variant_available(CpuVariant::Avx2))
     GTEST_SKIP() << "avx2: " << cpu_variant_unavailable_reason(CpuVariant::Avx2);
-  Problem p(GetParam(), 67, 2048, 3, 17);
-  std::vector<float> avx2(3 * 67);
-  {
-    test::CpuVariantGuard g(CpuVariant::Avx2);
-    matmul_int8(p.w, p.x.data(), 3, avx2.data());
-  }
+  // 5 tokens: a tile of kInt8TileTokens and a lone one; 2080 columns: an odd number of blocks,
+  // whose last one the two-block steps of the 512-bit Q8_0 row dots take alone.
+  constexpr int64_t kTokens = 5;
   int compared = 0;
-  for (CpuVariant v : {CpuVariant::Avx512, CpuVariant::Avx512Emulated}) {
-    if (!cpu_variant_available(v)) continue;
-    test::CpuVariantGuard g(v);
-    std::vector<float> vnni(3 * 67);
-    matmul_int8(p.w, p.x.data(), 3, vnni.data());
-    EXPECT_EQ(avx2, vnni) << cpu_variant_name(v);
-    ++compared;
+  for (int64_t cols : {2048, 2080}) {
+    if (cols % ggml_type_info(GetParam()).block_size != 0) continue;  // K-quants: 256-value blocks
+    Problem p(GetParam(), 67, cols, kTokens, 17);
+    std::vector<float> avx2(kTokens * 67);
+    {
+      test::CpuVariantGuard g(CpuVariant::Avx2);
+      matmul_int8(p.w, p.x.data(), kTokens, avx2.data());
+    }
+    for (CpuVariant v : {CpuVariant::Avx512, CpuVariant::Avx512Emulated}) {
+      if (!cpu_variant_available(v)) continue;
+      test::CpuVariantGuard g(v);
+      std::vector<float> vnni(kTokens * 67);
+      matmul_int8(p.w, p.x.data(), kTokens, vnni.data());
+      EXPECT_EQ(avx2, vnni) << cpu_variant_name(v) << ", " << cols << " columns";
+      ++compared;
+    }
   }
   if (compared == 0) GTEST_SKIP() << "avx512: " << cpu_variant_unavailable_reason(CpuVariant::Avx512);
 }
