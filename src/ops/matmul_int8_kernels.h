@@ -124,46 +124,88 @@ void row_dots(const uint8_t* w, std::size_t block_bytes, const Int8Activations& 
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // GCC bug 105593: see f16x16_load
 
-// row_dots<Q8_0, T> in 512-bit registers, two blocks per vector: block b in lanes 0-7 and block
-// b + 1 in lanes 8-15, each lane summing the same 4 products as the 256-bit lane and taking the
-// same FMAs with the same scale, so that lanes 0-7 are row_dots' even-block accumulator and lanes
-// 8-15 its odd one: bitwise the same result with about half the instructions per block. AVX-512
-// has no vpsignb: |w| is vpabsb, and x takes w's sign through a mask of w's sign bits (x stays
-// where w is 0, which |w| = 0 cancels).
-template <int T>
-void q8_0_row_dots_x16(const uint8_t* w, const Int8Activations& x, int64_t first, int64_t x_stride, int64_t nb,
-                       float* y, int64_t y_stride) {
-  constexpr std::size_t kBlockBytes = 34;
-  // Lanes 0-7 take element 0 of a vector, lanes 8-15 element 1 (the pair's two scales).
-  const __m512i pair_lanes = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
+// The kinds whose AVX-512 row dots take two blocks per 512-bit vector (row_dots_x16).
+template <Kind K>
+constexpr bool kPairedRowDots = K == Kind::Q8_0 || K == Kind::Q4_0 || K == Kind::Q5_0;
+
+// The 128-bit quarters [a, b, c, d] of v as [a, c, b, d].
+inline __m512i interleave_quarters(__m512i v) {
+  return _mm512_permutexvar_epi64(_mm512_set_epi64(7, 6, 3, 2, 5, 4, 1, 0), v);
+}
+
+// row_dots<K, T> in 512-bit registers, two blocks b and b + 1 per vector, each lane summing the
+// same 4 products as a lane of the 256-bit code and taking the same FMAs with the same scale, so
+// that the lanes of one 512-bit accumulator are row_dots' even-block and odd-block accumulators:
+// bitwise the same result with about half the instructions per block.
+// Q8_0: b in lanes 0-7, b + 1 in lanes 8-15 (a block's 32 codes are 256 consecutive bits). AVX-512
+// has no vpsignb: |w| is vpabsb, and x takes w's sign through a mask of w's sign bits (x stays where
+// w is 0, which |w| = 0 cancels).
+// Q4_0, Q5_0 (kBiasedCodes): a block's 16 code bytes hold its values 0-15 in the low nibbles and
+// 16-31 in the high ones, so the quarters are b's values 0-15, b + 1's 0-15, b's 16-31 and b + 1's
+// 16-31: lanes 0-3 and 8-11 are b's 256-bit lanes 0-3 and 4-7, lanes 4-7 and 12-15 b + 1's. The
+// activation codes and lane biases are put in that order with one permutation each; Q5_0's fifth
+// bits are a byte mask in the same order.
+template <Kind K, int T>
+void row_dots_x16(const uint8_t* w, std::size_t block_bytes, const Int8Activations& x, int64_t first,
+                  int64_t x_stride, int64_t nb, float* y, int64_t y_stride) {
+  static_assert(kPairedRowDots<K>);
+  constexpr bool kNibbles = K != Kind::Q8_0;
+  // Lane l takes element 0 (block b's scale) or 1 (block b + 1's) of the pair's scales.
+  const __m512i pair_lanes = kNibbles ? _mm512_set_epi32(1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 1, 0, 0, 0, 0)
+                                      : _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
   __m512 acc[T];
   for (auto& a : acc) a = _mm512_setzero_ps();
   int64_t b = 0;
-  for (; b + 1 < nb; b += 2, w += 2 * kBlockBytes) {
+  for (; b + 1 < nb; b += 2, w += 2 * block_bytes) {
     simd::prefetch_stream_ahead(w);
-    const __m512i codes = _mm512_inserti64x4(_mm512_castsi256_si512(int8_dots::load32(w + 2)),
-                                             int8_dots::load32(w + kBlockBytes + 2), 1);
-    const __m512i magnitude = _mm512_abs_epi8(codes);
-    const __mmask64 negative = _mm512_movepi8_mask(codes);
-    const __m128 dw = _mm_cvtph_ps(_mm_insert_epi16(_mm_cvtsi32_si128(load_u16(w)), load_u16(w + kBlockBytes), 1));
+    const uint8_t* next = w + block_bytes;
+    __m512i codes, magnitude = _mm512_setzero_si512();
+    __mmask64 negative = 0;
+    if constexpr (K == Kind::Q8_0) {
+      codes = _mm512_inserti64x4(_mm512_castsi256_si512(int8_dots::load32(w + 2)), int8_dots::load32(next + 2), 1);
+      magnitude = _mm512_abs_epi8(codes);
+      negative = _mm512_movepi8_mask(codes);
+    } else {
+      constexpr int kCodes = K == Kind::Q4_0 ? 2 : 6;  // offset of the 16 code bytes
+      const __m256i bytes = _mm256_inserti128_si256(
+          _mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w + kCodes))),
+          _mm_loadu_si128(reinterpret_cast<const __m128i*>(next + kCodes)), 1);
+      codes = _mm512_and_si512(_mm512_inserti64x4(_mm512_castsi256_si512(bytes), _mm256_srli_epi16(bytes, 4), 1),
+                               _mm512_set1_epi8(0x0f));
+      if constexpr (K == Kind::Q5_0) {
+        const uint64_t high0 = load_u32(w + 2), high1 = load_u32(next + 2);
+        const __mmask64 fifth = (high0 & 0xffff) | (high1 & 0xffff) << 16 | (high0 >> 16) << 32 | (high1 >> 16) << 48;
+        codes = _mm512_mask_add_epi8(codes, fifth, codes, _mm512_set1_epi8(0x10));
+      }
+    }
+    const __m128 dw = _mm_cvtph_ps(_mm_insert_epi16(_mm_cvtsi32_si128(load_u16(w)), load_u16(next), 1));
     for (int t = 0; t < T; ++t) {
       const int64_t i = first + t * x_stride + b;  // the pair's first activation block
       const __m512i xq = _mm512_loadu_si512(x.codes + 32 * i);
-      const __m512i signed_x = _mm512_mask_sub_epi8(xq, negative, _mm512_setzero_si512(), xq);
-      const __m512 dot = _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(_mm512_setzero_si512(), magnitude, signed_x));
+      __m512i sums;
+      if constexpr (kNibbles)
+        sums = _mm512_dpbusd_epi32(interleave_quarters(_mm512_loadu_si512(x.lane_bias + 8 * i)), codes,
+                                   interleave_quarters(xq));
+      else
+        sums = _mm512_dpbusd_epi32(_mm512_setzero_si512(), magnitude,
+                                   _mm512_mask_sub_epi8(xq, negative, _mm512_setzero_si512(), xq));
       const __m128 scales = _mm_mul_ps(dw, _mm_castpd_ps(_mm_load_sd(reinterpret_cast<const double*>(x.d + i))));
-      acc[t] = _mm512_fmadd_ps(_mm512_permutexvar_ps(pair_lanes, _mm512_castps128_ps512(scales)), dot, acc[t]);
+      acc[t] = _mm512_fmadd_ps(_mm512_permutexvar_ps(pair_lanes, _mm512_castps128_ps512(scales)),
+                               _mm512_cvtepi32_ps(sums), acc[t]);
     }
   }
   for (int t = 0; t < T; ++t) {
-    __m256 even = _mm512_castps512_ps256(acc[t]);
-    const __m256 odd = _mm512_extractf32x8_ps(acc[t], 1);
-    if (b < nb) {  // a last, even block
+    const __m256 low = _mm512_castps512_ps256(acc[t]), high = _mm512_extractf32x8_ps(acc[t], 1);
+    __m256 even = kNibbles ? _mm256_permute2f128_ps(low, high, 0x20) : low;
+    const __m256 odd = kNibbles ? _mm256_permute2f128_ps(low, high, 0x31) : high;
+    if (b < nb) {  // a last, even block, as row_dots takes it
       const int64_t i = first + t * x_stride + b;
-      const __m256i codes = block_codes<Kind::Q8_0>(w);
+      const __m256i codes = block_codes<K>(w);
       const __m256i xq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.codes + 32 * i));
-      even = _mm256_fmadd_ps(_mm256_set1_ps(fp16_at(w) * x.d[i]),
-                             dot_s8_magnitude(_mm256_sign_epi8(codes, codes), codes, xq), even);
+      const __m256 dot =
+          kNibbles ? _mm256_cvtepi32_ps(int8_dots::dot_u8_i32_from(int8_dots::load32(x.lane_bias + 8 * i), codes, xq))
+                   : dot_s8_magnitude(_mm256_sign_epi8(codes, codes), codes, xq);
+      even = _mm256_fmadd_ps(_mm256_set1_ps(fp16_at(w) * x.d[i]), dot, even);
     }
     y[t * y_stride] = hsum(_mm256_add_ps(even, odd));
   }
@@ -233,7 +275,7 @@ void any_row_dots(const uint8_t* w, std::size_t block_bytes, const Int8Activatio
     }
   } else {
 #if MKV_SIMD >= 3
-    if constexpr (K == Kind::Q8_0) return q8_0_row_dots_x16<T>(w, x, first, nb, nb, y, y_stride);
+    if constexpr (kPairedRowDots<K>) return row_dots_x16<K, T>(w, block_bytes, x, first, nb, nb, y, y_stride);
 #endif
     row_dots<K, T>(w, block_bytes, x, first, nb, nb, y, y_stride);
   }
