@@ -572,11 +572,9 @@ void matmul_half_fast(const WeightMatrix& w, const float* x, int64_t n_tokens, f
     else simd::f8_store_fp16(x_half + i, simd::f8_load(x + i));
   }
   const std::size_t row_bytes = ggml_row_bytes(w.type, w.cols);
-  const int64_t item_rows = row_items::item_rows(row_bytes);
-  const int64_t n_items = (w.rows + item_rows - 1) / item_rows;
-  const bool parallel = n_items > 1 && w.rows * w.cols * n_tokens >= kMinParallelMacs;
-  row_items::for_each_row_item(n_items, parallel, [&](int64_t i) {
-    for (int64_t r = i * item_rows; r < std::min(w.rows, (i + 1) * item_rows); ++r) {
+  const bool parallel = w.rows * w.cols * n_tokens >= kMinParallelMacs;
+  row_items::for_each_row_run(w.rows, row_bytes, parallel, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
       for (int64_t t = 0; t < n_tokens; ++t) y[t * w.rows + r] = 0.0f;
       const uint8_t* row = static_cast<const uint8_t*>(w.data) + r * row_bytes;
       if (bf16)

@@ -304,12 +304,9 @@ void run_rows(const WeightMatrix& w, const Int8Activations& x, int64_t n_tokens,
 
 template <Kind K>
 void run(const WeightMatrix& w, const Int8Activations& x, int64_t n_tokens, float* y) {
-  const int64_t rows = row_items::item_rows(ggml_row_bytes(w.type, w.cols));
-  const int64_t n_items = (w.rows + rows - 1) / rows;
-  const bool parallel = n_items > 1 && w.rows * w.cols * n_tokens >= kInt8MinParallelMacs;
-  row_items::for_each_row_item(n_items, parallel, [&](int64_t i) {
-    run_rows<K>(w, x, n_tokens, i * rows, std::min(w.rows, (i + 1) * rows), y);
-  });
+  const bool parallel = w.rows * w.cols * n_tokens >= kInt8MinParallelMacs;
+  row_items::for_each_row_run(w.rows, ggml_row_bytes(w.type, w.cols), parallel,
+                              [&](int64_t begin, int64_t end) { run_rows<K>(w, x, n_tokens, begin, end, y); });
 }
 
 // Calls f.template operator()<K>() with the Kind of w.type (a type matmul_int8_supported accepts).

@@ -17,7 +17,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
-#include <vector>
+#include <memory>
 
 #include "ops/simd_level.h"
 
@@ -67,8 +67,12 @@ void for_each_row_item(int64_t n_items, bool parallel, ItemFn&& item) {
     return;
   }
   // One range per thread the team may have; a team started with fewer threads leaves some ranges
-  // to the thieves.
-  std::vector<ItemRange> ranges(n_threads);
+  // to the thieves. On the stack up to kStackRanges threads (no allocation per product).
+  constexpr int kStackRanges = 16;
+  ItemRange stack_ranges[kStackRanges];
+  std::unique_ptr<ItemRange[]> heap_ranges;
+  ItemRange* const ranges =
+      n_threads <= kStackRanges ? stack_ranges : (heap_ranges = std::make_unique<ItemRange[]>(n_threads)).get();
   for (int t = 0; t < n_threads; ++t)
     ranges[t].bounds.store(ItemRange::pack(static_cast<uint32_t>(n_items * t / n_threads),
                                            static_cast<uint32_t>(n_items * (t + 1) / n_threads)),
@@ -80,12 +84,21 @@ void for_each_row_item(int64_t n_items, bool parallel, ItemFn&& item) {
     for (;;) {  // steal from the back of the fullest range until every range is empty
       ItemRange* victim = nullptr;
       int64_t most = 0;
-      for (ItemRange& r : ranges)
-        if (const int64_t left = r.left(); left > most) most = left, victim = &r;
+      for (int t = 0; t < n_threads; ++t)
+        if (const int64_t left = ranges[t].left(); left > most) most = left, victim = &ranges[t];
       if (!victim) break;
       if (const int64_t i = victim->take(true); i >= 0) item(i);
     }
   }
+}
+
+// Calls run(row_begin, row_end) once for each of the consecutive runs of item_rows(row_bytes) rows
+// (the last one shorter) that cover [0, n_rows): for_each_row_item over rows of row_bytes bytes.
+template <typename RunFn>
+void for_each_row_run(int64_t n_rows, std::size_t row_bytes, bool parallel, RunFn&& run) {
+  const int64_t rows = item_rows(row_bytes);
+  for_each_row_item((n_rows + rows - 1) / rows, parallel,
+                    [&](int64_t i) { run(i * rows, std::min(n_rows, (i + 1) * rows)); });
 }
 
 }  // namespace mkv::row_items::inline MKV_SIMD_NS
