@@ -11,6 +11,7 @@
 // vpdpwssd likewise.
 #pragma once
 
+#include <array>
 #include <cstring>
 
 #define SIMDE_ENABLE_NATIVE_ALIASES
@@ -72,48 +73,43 @@ inline void mask_storeu_ps(void* p, simde__mmask16 k, simde__m512 a) {
     if ((k >> i) & 1) static_cast<float*>(p)[i] = lanes.f32[i];
 }
 
+// The two halves of a vector (low half first), and a vector from its two halves.
+template <typename Half, typename Whole>
+inline std::array<Half, 2> halves(const Whole& v) {
+  static_assert(2 * sizeof(Half) == sizeof(Whole));
+  std::array<Half, 2> out;
+  std::memcpy(out.data(), &v, sizeof v);
+  return out;
+}
+template <typename Whole, typename Half>
+inline Whole joined(Half low, Half high) {
+  static_assert(2 * sizeof(Half) == sizeof(Whole));
+  const Half both[2] = {low, high};
+  Whole out;
+  std::memcpy(&out, both, sizeof out);
+  return out;
+}
+
 // _mm512_cvtph_ps: 16 fp16 values to float32 (exact), as two 8-lane F16C conversions.
 inline simde__m512 cvtph_ps(simde__m256i a) {
-  __m128i halves[2];
-  static_assert(sizeof halves == sizeof a);
-  std::memcpy(halves, &a, sizeof halves);
-  const __m256 lanes[2] = {_mm256_cvtph_ps(halves[0]), _mm256_cvtph_ps(halves[1])};
-  simde__m512 out;
-  std::memcpy(&out, lanes, sizeof out);
-  return out;
+  const auto h = halves<__m128i>(a);
+  return joined<simde__m512>(_mm256_cvtph_ps(h[0]), _mm256_cvtph_ps(h[1]));
 }
 
 // _mm512_dpbusd_epi32 as two of the 256-bit dpbusd_epi32 above (SIMDe's is as slow as its 256-bit one).
 inline simde__m512i dpbusd512_epi32(simde__m512i src, simde__m512i a, simde__m512i b) {
-  __m256i s[2], av[2], bv[2];
-  static_assert(sizeof s == sizeof src);
-  std::memcpy(s, &src, sizeof s);
-  std::memcpy(av, &a, sizeof av);
-  std::memcpy(bv, &b, sizeof bv);
-  for (int h = 0; h < 2; ++h) s[h] = dpbusd_epi32(s[h], av[h], bv[h]);
-  simde__m512i out;
-  std::memcpy(&out, s, sizeof out);
-  return out;
+  const auto s = halves<__m256i>(src), av = halves<__m256i>(a), bv = halves<__m256i>(b);
+  return joined<simde__m512i>(dpbusd_epi32(s[0], av[0], bv[0]), dpbusd_epi32(s[1], av[1], bv[1]));
 }
 
 // _mm512_cvtepi32_ps (SIMDe 0.7.4 lacks it): two 8-lane conversions.
 inline simde__m512 cvtepi32_ps(simde__m512i a) {
-  __m256i halves[2];
-  static_assert(sizeof halves == sizeof a);
-  std::memcpy(halves, &a, sizeof halves);
-  const __m256 lanes[2] = {_mm256_cvtepi32_ps(halves[0]), _mm256_cvtepi32_ps(halves[1])};
-  simde__m512 out;
-  std::memcpy(&out, lanes, sizeof out);
-  return out;
+  const auto h = halves<__m256i>(a);
+  return joined<simde__m512>(_mm256_cvtepi32_ps(h[0]), _mm256_cvtepi32_ps(h[1]));
 }
 
 // _mm512_extractf32x8_ps (SIMDe 0.7.4 lacks it): lanes 8i .. 8i + 7.
-inline __m256 extractf32x8_ps(simde__m512 a, int i) {
-  __m256 halves[2];
-  static_assert(sizeof halves == sizeof a);
-  std::memcpy(halves, &a, sizeof halves);
-  return halves[i & 1];
-}
+inline __m256 extractf32x8_ps(simde__m512 a, int i) { return halves<__m256>(a)[i & 1]; }
 }  // namespace mkv::avx512_emulation
 
 #undef _mm256_dpbusd_epi32
