@@ -1,6 +1,6 @@
 // Prefill-sized integer products (MatmulPrecision::Fast, more than kInt8MaxTokens tokens) of Q8_0,
-// Q4_K and the legacy 4- and 5-bit weights (Q4_0, Q4_1, Q5_0, Q5_1), compiled once per kernel variant (private to src/ops; included by
-// kernel_variant.h). Entry point: int8_gemm_rows() (the KernelTable signature); matmul_int8.cpp
+// Q4_K and the legacy 4- and 5-bit weights (Q4_0, Q4_1, Q5_0, Q5_1), compiled once per kernel
+// variant (private to src/ops; included by kernel_variant.h). Entry point: int8_gemm_rows() (the KernelTable signature); matmul_int8.cpp
 // owns the buffers and runs the panels on its thread team.
 //
 // A GEMM in the layout of llama.cpp's repacked CPU kernels, packed on the fly: kGemmRows weight
@@ -64,19 +64,9 @@ void pack_gemm_panel(const uint8_t* w, std::size_t row_bytes, int64_t nb, GemmBl
   __m256i rows[8];
   for (int h = 0; h < 2; ++h) {
     const uint8_t* half = w + 8 * h * row_bytes;  // rows 8h .. 8h + 7
-    if constexpr (K == Kind::Q8_0) {
-      for (int64_t b = 0; b < nb; ++b) {
-        GemmBlock& p = out[b];
-        for (int r = 0; r < 8; ++r) {
-          const uint8_t* block = half + r * row_bytes + b * 34;
-          rows[r] = int8_dots::load32(block + 2);
-          p.scale[h][r] = fp16_at(block);
-          p.min[h][r] = 0.0f;
-        }
-        _mm256_store_si256(reinterpret_cast<__m256i*>(p.bias[h]), _mm256_slli_epi32(store_groups<kBiasedActivations>(rows, p, h), 7));
-      }
-    } else if constexpr (K != Kind::Q4_K) {  // Q4_0, Q4_1, Q5_0, Q5_1: one 32-value block each
+    if constexpr (K != Kind::Q4_K) {  // Q8_0, Q4_0, Q4_1, Q5_0, Q5_1: one 32-value block each
       const std::size_t block_bytes = row_bytes / nb;
+      constexpr bool kRowSums = K == Kind::Q8_0 && kBiasedActivations;  // GemmBlock::bias
       for (int64_t b = 0; b < nb; ++b) {
         GemmBlock& p = out[b];
         for (int r = 0; r < 8; ++r) {
@@ -84,10 +74,10 @@ void pack_gemm_panel(const uint8_t* w, std::size_t row_bytes, int64_t nb, GemmBl
           rows[r] = block_codes<K>(block);
           p.scale[h][r] = fp16_at(block);
           if constexpr (kHasOffset<K>) p.min[h][r] = -fp16_at(block + 2);
-          else p.min[h][r] = static_cast<float>(kZeroPoint<K>) * p.scale[h][r];
-          p.bias[h][r] = 0;
+          else if constexpr (kBiasedCodes<K>) p.min[h][r] = static_cast<float>(kZeroPoint<K>) * p.scale[h][r];
+          else p.min[h][r] = 0.0f;
         }
-        store_groups<false>(rows, p, h);
+        _mm256_store_si256(reinterpret_cast<__m256i*>(p.bias[h]), _mm256_slli_epi32(store_groups<kRowSums>(rows, p, h), 7));
       }
     } else {  // Q4_K: super-block s holds blocks 8s .. 8s + 7; block j is nibble (j & 1) of qs[32(j/2) ..]
       const __m256i low_mask = _mm256_set1_epi8(0x0f);

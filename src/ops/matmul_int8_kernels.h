@@ -75,6 +75,19 @@ inline __m256i block_codes(const uint8_t* w) {
   else return _mm256_or_si256(nibbles(w + 8), high_bits(load_u32(w + 4)));
 }
 
+// The 8 int32 lanes of one weight block's dot with activation block i, as floats: codes from
+// block_codes, magnitude = |codes| for the sign trick (kSignedCodes but not kBiasedCodes).
+template <Kind K>
+inline __m256 block_dot(__m256i codes, [[maybe_unused]] __m256i magnitude, const Int8Activations& x, int64_t i) {
+  const __m256i xq = _mm256_load_si256(reinterpret_cast<const __m256i*>(x.codes + 32 * i));
+  if constexpr (kBiasedCodes<K>)
+    return _mm256_cvtepi32_ps(int8_dots::dot_u8_i32_from(int8_dots::load32(x.lane_bias + 8 * i), codes, xq));
+  else if constexpr (kSignedCodes<K>)
+    return dot_s8_magnitude(magnitude, codes, xq);
+  else
+    return dot_u8(codes, xq);
+}
+
 // One weight row against T tokens' activations from block `first` on (token t's blocks at first +
 // t * x_stride); y[t * y_stride] = the row's dot with token t. The block's codes, |codes| and scale
 // are decoded once for the T tokens; each token's sums run in the same order for every T (bitwise
@@ -99,15 +112,7 @@ void row_dots(const uint8_t* w, std::size_t block_bytes, const Int8Activations& 
     for (int t = 0; t < T; ++t) {
       const int64_t i = first + t * x_stride + b;  // the activation block
       if constexpr (kHasOffset<K>) offset[t] += m * x.s[i];
-      const __m256i xq = _mm256_load_si256(reinterpret_cast<const __m256i*>(x.codes + 32 * i));
-      __m256 dot;
-      if constexpr (kBiasedCodes<K>)
-        dot = _mm256_cvtepi32_ps(int8_dots::dot_u8_i32_from(int8_dots::load32(x.lane_bias + 8 * i), codes, xq));
-      else if constexpr (kSignedCodes<K>)
-        dot = dot_s8_magnitude(magnitude, codes, xq);
-      else
-        dot = dot_u8(codes, xq);
-      acc[t][k] = _mm256_fmadd_ps(_mm256_set1_ps(dw * x.d[i]), dot, acc[t][k]);
+      acc[t][k] = _mm256_fmadd_ps(_mm256_set1_ps(dw * x.d[i]), block_dot<K>(codes, magnitude, x, i), acc[t][k]);
     }
   };
   int64_t b = 0;
@@ -201,11 +206,8 @@ void row_dots_x16(const uint8_t* w, std::size_t block_bytes, const Int8Activatio
     if (b < nb) {  // a last, even block, as row_dots takes it
       const int64_t i = first + t * x_stride + b;
       const __m256i codes = block_codes<K>(w);
-      const __m256i xq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.codes + 32 * i));
-      const __m256 dot =
-          kNibbles ? _mm256_cvtepi32_ps(int8_dots::dot_u8_i32_from(int8_dots::load32(x.lane_bias + 8 * i), codes, xq))
-                   : dot_s8_magnitude(_mm256_sign_epi8(codes, codes), codes, xq);
-      even = _mm256_fmadd_ps(_mm256_set1_ps(fp16_at(w) * x.d[i]), dot, even);
+      even = _mm256_fmadd_ps(_mm256_set1_ps(fp16_at(w) * x.d[i]),
+                             block_dot<K>(codes, _mm256_sign_epi8(codes, codes), x, i), even);
     }
     y[t * y_stride] = hsum(_mm256_add_ps(even, odd));
   }

@@ -24,10 +24,8 @@ inline void prefetch_ahead(const void* p) { __builtin_prefetch(static_cast<const
 // For weight rows read once per token by the integer decode kernels: a non-temporal hint, so that
 // they do not evict the activations and the KV cache from L2/L3, and twice the distance. Those
 // kernels stream a row two to three times faster per byte than the float ones, so more lines must
-// be on their way to cover the same memory latency: at 6 KiB the 1B model's decode on two Zen 5
-// threads ran 4-8% faster than at 3 KiB (Q8_0, Q4_K, AVX2 and AVX-512 kernels; 8 KiB level with
-// 6, 12 KiB slower), where the float path's F16 decode did not move. The float path gains nothing
-// from the hint either and keeps prefetch_ahead.
+// be on their way to cover the same memory latency (docs/DESIGN.md has the measurements). The
+// float path gains from neither and keeps prefetch_ahead.
 inline constexpr int kStreamPrefetchBytes = 2 * kPrefetchBytes;
 inline void prefetch_stream_ahead(const void* p) {
   __builtin_prefetch(static_cast<const char*>(p) + kStreamPrefetchBytes, 0, 0);
