@@ -14,10 +14,7 @@ namespace mkv::cli {
 int run_make_model(const MakeModelOptions& o) {
   MKV_CHECK(!o.output.empty(), "give an output file with -o");
   RandomModelSpec spec = RandomModelSpec::preset(o.shape);
-  const auto type = ggml_type_from_name(o.type);
-  MKV_CHECK(type && ggml_type_info(*type).computable, "unsupported tensor type '{}' (use F32, F16, BF16, Q8_0, "
-            "Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K)", o.type);
-  spec.type = *type;
+  spec.set_weight_types(o.type);
   spec.seed = o.seed;
   MKV_CHECK(!std::filesystem::is_directory(o.output), "-o '{}' is a directory; give a file name", o.output);
   const auto start = std::chrono::steady_clock::now();

@@ -247,7 +247,7 @@ int main(int argc, char** argv) {
   auto* make_model = app.add_subcommand("make-model", "write a seeded random-weight GGUF at a real model's shape");
   make_model->add_option("--shape", mm.shape, "shape: llama-3.2-1b, llama-3.1-8b, qwen3-4b, qwen2.5-7b, tiny-llama, tiny-qwen2, tiny-qwen3")
       ->capture_default_str();
-  make_model->add_option("--type", mm.type, "type of the 2-D weights (F32 F16 BF16 Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q4_K Q5_K Q6_K)")
+  make_model->add_option("--type", mm.type, "type of the 2-D weights (F32 F16 BF16 Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q4_K Q5_K Q6_K), or llama.cpp's mix Q4_K_M / Q5_K_M (Q6_K for the classifier and some attn_v, ffn_down)")
       ->capture_default_str();
   make_model->add_option("--seed", mm.seed, "weight seed")->capture_default_str();
   make_model->add_option("-o,--output", mm.output, "output GGUF file")->required();

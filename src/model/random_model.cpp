@@ -117,6 +117,27 @@ int64_t RandomModelSpec::parameter_count() const {
   return int64_t{n_vocab} * n_embd * (tied_output ? 1 : 2) + n_layers * per_layer + n_embd;
 }
 
+void RandomModelSpec::set_weight_types(std::string_view name) {
+  const std::string_view mixed = name.size() > 2 ? name.substr(0, name.size() - 2) : "";
+  const bool k_mix = name.size() > 2 && (name.ends_with("_M") || name.ends_with("_m"));
+  const auto base = ggml_type_from_name(k_mix ? mixed : name);
+  const bool mixable = base && (*base == GgmlType::Q4_K || *base == GgmlType::Q5_K);
+  MKV_CHECK(base && ggml_type_info(*base).computable && (!k_mix || mixable),
+            "unsupported weight type '{}' (use F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, "
+            "or llama.cpp's mixes Q4_K_M, Q5_K_M)", name);
+  type = *base;
+  mix = k_mix ? WeightMix::KQuantMedium : WeightMix::Uniform;
+}
+
+GgmlType RandomModelSpec::weight_type(std::string_view role, int layer) const {
+  if (mix == WeightMix::Uniform) return type;
+  const bool classifier = role == "output" || (tied_output && role == "token_embd");
+  const bool more_bits =
+      layer >= 0 && (layer < n_layers / 8 || layer >= 7 * n_layers / 8 || (layer - n_layers / 8) % 3 == 2);
+  if (classifier || ((role == "attn_v" || role == "ffn_down") && more_bits)) return GgmlType::Q6_K;
+  return type;
+}
+
 void write_random_model(const RandomModelSpec& s, const std::string& path) {
   MKV_CHECK(s.arch == "llama" || s.arch == "qwen2" || s.arch == "qwen3", "unknown architecture '{}'", s.arch);
   MKV_CHECK(s.n_heads > 0 && s.n_kv_heads > 0 && s.n_heads % s.n_kv_heads == 0,
@@ -144,23 +165,27 @@ void write_random_model(const RandomModelSpec& s, const std::string& path) {
   add_vocab(w, s.n_vocab);
 
   FastRandom rng(s.seed);
-  auto matrix = [&](const std::string& name, int64_t rows, int64_t cols) {
-    w.add_tensor_f32(name, s.type, {cols, rows}, random_values(rng, rows * cols, 1.0f / std::sqrt(float(cols))));
+  // A layer's weight `role` (layer -1: outside the layers), named "blk.L.ROLE.weight" or "ROLE.weight".
+  auto matrix = [&](std::string_view role, int layer, int64_t rows, int64_t cols) {
+    const std::string name = layer < 0 ? fmt::format("{}.weight", role) : fmt::format("blk.{}.{}.weight", layer, role);
+    w.add_tensor_f32(name, s.weight_type(role, layer), {cols, rows},
+                     random_values(rng, rows * cols, 1.0f / std::sqrt(float(cols))));
   };
   auto vector = [&](const std::string& name, int64_t n, float mean, float std) {
     w.add_tensor_f32(name, GgmlType::F32, {n}, random_values(rng, n, std, mean));
   };
   const int64_t q = int64_t{s.n_heads} * s.head_dim, kv = int64_t{s.n_kv_heads} * s.head_dim;
-  w.add_tensor_f32("token_embd.weight", s.type, {s.n_embd, s.n_vocab}, random_values(rng, int64_t{s.n_vocab} * s.n_embd, 1.0f));
+  w.add_tensor_f32("token_embd.weight", s.weight_type("token_embd", -1), {s.n_embd, s.n_vocab},
+                   random_values(rng, int64_t{s.n_vocab} * s.n_embd, 1.0f));
   vector("output_norm.weight", s.n_embd, 1.0f, 0.05f);
-  if (!s.tied_output) matrix("output.weight", s.n_vocab, s.n_embd);
+  if (!s.tied_output) matrix("output", -1, s.n_vocab, s.n_embd);
   if (s.llama3_rope_freqs) w.add_tensor_f32("rope_freqs.weight", GgmlType::F32, {s.head_dim / 2}, llama3_rope_freqs(s.head_dim, s.rope_base));
   for (int l = 0; l < s.n_layers; ++l) {
     auto name = [l](const char* what) { return fmt::format("blk.{}.{}", l, what); };
     vector(name("attn_norm.weight"), s.n_embd, 1.0f, 0.05f);
-    matrix(name("attn_q.weight"), q, s.n_embd);
-    matrix(name("attn_k.weight"), kv, s.n_embd);
-    matrix(name("attn_v.weight"), kv, s.n_embd);
+    matrix("attn_q", l, q, s.n_embd);
+    matrix("attn_k", l, kv, s.n_embd);
+    matrix("attn_v", l, kv, s.n_embd);
     if (s.arch == "qwen2") {
       vector(name("attn_q.bias"), q, 0.0f, 0.3f);
       vector(name("attn_k.bias"), kv, 0.0f, 0.3f);
@@ -170,11 +195,11 @@ void write_random_model(const RandomModelSpec& s, const std::string& path) {
       vector(name("attn_q_norm.weight"), s.head_dim, 1.0f, 0.1f);
       vector(name("attn_k_norm.weight"), s.head_dim, 1.0f, 0.1f);
     }
-    matrix(name("attn_output.weight"), s.n_embd, q);
+    matrix("attn_output", l, s.n_embd, q);
     vector(name("ffn_norm.weight"), s.n_embd, 1.0f, 0.05f);
-    matrix(name("ffn_gate.weight"), s.n_ff, s.n_embd);
-    matrix(name("ffn_up.weight"), s.n_ff, s.n_embd);
-    matrix(name("ffn_down.weight"), s.n_embd, s.n_ff);
+    matrix("ffn_gate", l, s.n_ff, s.n_embd);
+    matrix("ffn_up", l, s.n_ff, s.n_embd);
+    matrix("ffn_down", l, s.n_embd, s.n_ff);
   }
   w.write(path);
 }

@@ -12,6 +12,12 @@
 
 namespace mkv {
 
+// How the 2-D weights' types are chosen: all of them `type`, or llama.cpp's "_K_M" mix on top of a
+// K-quant `type` (its quantizer's choice for Q4_K_M / Q5_K_M files): Q6_K for the classifier (the
+// token embedding when it is tied) and for attn_v and ffn_down in the layers use_more_bits picks
+// (the first and last eighth and every third one between), `type` for the rest.
+enum class WeightMix { Uniform, KQuantMedium };
+
 struct RandomModelSpec {
   std::string arch = "llama";  // llama | qwen2 | qwen3
   std::string name = "random";
@@ -27,12 +33,19 @@ struct RandomModelSpec {
   bool tied_output = false;    // no output.weight: the embedding doubles as classifier
   bool llama3_rope_freqs = false;  // write a Llama-3.1 rope_freqs.weight table
   GgmlType type = GgmlType::F32;   // type of the 2-D weights (norms stay F32)
+  WeightMix mix = WeightMix::Uniform;
   uint64_t seed = 1;
 
   // Named shapes: llama-3.2-1b, llama-3.1-8b, qwen3-4b, qwen2.5-7b, tiny-llama, tiny-qwen2, tiny-qwen3.
   static RandomModelSpec preset(std::string_view name);
   static std::vector<std::string> preset_names();
   int64_t parameter_count() const;
+  // Sets type and mix from a name: a computable type (F16, Q8_0, Q4_K, ...) or Q4_K_M / Q5_K_M.
+  // Throws MkvError naming the accepted ones.
+  void set_weight_types(std::string_view name);
+  // The type written for the 2-D weight `role` ("attn_v", "ffn_down", "output", "token_embd", ...)
+  // of `layer` (-1 outside the layers).
+  GgmlType weight_type(std::string_view role, int layer) const;
 };
 
 // Writes the model (weights ~ uniform with std 1/sqrt(fan_in); a SentencePiece-style vocab of

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <set>
 
 #include "core/error.h"
 #include "engine/session.h"
@@ -108,6 +109,79 @@ TEST(RandomModelSpec, UnknownShapeAndBadWidthsAreClearErrors) {
   RandomModelSpec spec = RandomModelSpec::preset("tiny-llama");
   spec.type = GgmlType::Q4_K;  // n_embd 64 is not a multiple of 256
   EXPECT_THROW(write_random_model(spec, (test::temp_dir() / "x.gguf").string()), MkvError);
+}
+
+// llama.cpp's quantizer (llama-quant.cpp, Q4_K_M / Q5_K_M) gives Q6_K to attn_v and ffn_down in
+// these layers of a 16-layer model (Llama-3.2-1B): the first and last two, and 4, 7, 10, 13.
+TEST(RandomModelSpec, KQuantMediumMixPicksLlamaCppsLayers) {
+  RandomModelSpec spec = RandomModelSpec::preset("llama-3.2-1b");
+  spec.set_weight_types("Q4_K_M");
+  EXPECT_EQ(spec.type, GgmlType::Q4_K);
+  EXPECT_EQ(spec.mix, WeightMix::KQuantMedium);
+  const std::set<int> more_bits = {0, 1, 4, 7, 10, 13, 14, 15};
+  for (int l = 0; l < 16; ++l) {
+    const GgmlType wider = more_bits.count(l) ? GgmlType::Q6_K : GgmlType::Q4_K;
+    EXPECT_EQ(spec.weight_type("attn_v", l), wider) << l;
+    EXPECT_EQ(spec.weight_type("ffn_down", l), wider) << l;
+    for (const char* role : {"attn_q", "attn_k", "attn_output", "ffn_gate", "ffn_up"})
+      EXPECT_EQ(spec.weight_type(role, l), GgmlType::Q4_K) << role << " " << l;
+  }
+  EXPECT_EQ(spec.weight_type("token_embd", -1), GgmlType::Q6_K);  // tied: it is the classifier
+  spec.tied_output = false;
+  EXPECT_EQ(spec.weight_type("token_embd", -1), GgmlType::Q4_K);
+  EXPECT_EQ(spec.weight_type("output", -1), GgmlType::Q6_K);
+
+  spec.set_weight_types("q5_k_m");
+  EXPECT_EQ(spec.type, GgmlType::Q5_K);
+  EXPECT_EQ(spec.weight_type("ffn_down", 0), GgmlType::Q6_K);
+  EXPECT_EQ(spec.weight_type("ffn_down", 2), GgmlType::Q5_K);
+  spec.set_weight_types("Q8_0");
+  EXPECT_EQ(spec.mix, WeightMix::Uniform);
+  EXPECT_EQ(spec.weight_type("ffn_down", 0), GgmlType::Q8_0);
+  for (const char* bad : {"Q8_0_M", "Q4_K_S", "Q6_K_M", "_M", "", "Q9"})
+    EXPECT_THROW(spec.set_weight_types(bad), MkvError) << bad;
+}
+
+// A Q4_K_M file holds the mix's types tensor by tensor, loads and gives finite logits that match
+// decode and one batch (the Q6_K and Q4_K products side by side in one model).
+TEST(RandomModelSpec, KQuantMediumModelHasTheMixAndRuns) {
+  RandomModelSpec spec = test::random_model_spec("tiny-qwen2", GgmlType::Q4_K);  // tied embedding
+  spec.n_layers = 8;  // the wider layers are 0, 3, 6 and 7
+  spec.set_weight_types("Q4_K_M");
+  const auto path = (test::temp_dir() / "q4km.gguf").string();
+  write_random_model(spec, path);
+  const GgufFile file = GgufFile::open(path);
+  int q6k = 0;
+  for (const GgufTensorInfo& t : file.tensors()) {
+    if (t.dims.size() < 2) continue;
+    int layer = -1;
+    std::string role = t.name.substr(0, t.name.find('.'));
+    if (t.name.starts_with("blk.")) {
+      layer = std::stoi(t.name.substr(4));
+      const auto role_begin = t.name.find('.', 4) + 1;
+      role = t.name.substr(role_begin, t.name.find('.', role_begin) - role_begin);
+    }
+    const bool wider = role == "token_embd" || ((role == "attn_v" || role == "ffn_down") &&
+                                                (layer == 0 || layer == 3 || layer == 6 || layer == 7));
+    EXPECT_EQ(t.type, wider ? GgmlType::Q6_K : GgmlType::Q4_K) << t.name;
+    q6k += wider;
+  }
+  EXPECT_EQ(q6k, 9);
+  Transformer model(file, 64);
+  const std::vector<int32_t> tokens = {5, 77, 300, 12, 9};
+  std::vector<float> batch(tokens.size() * model.config().n_vocab);
+  Session(model, SessionOptions{}).evaluate(tokens, batch.data());
+  Session one_by_one(model, SessionOptions{});
+  std::span<const float> last;
+  for (int32_t t : tokens) last = one_by_one.decode(t);
+  const std::span<const float> batch_last(batch.data() + (tokens.size() - 1) * model.config().n_vocab,
+                                          model.config().n_vocab);
+  float scale = 1.0f;
+  for (float v : batch) {
+    ASSERT_TRUE(std::isfinite(v));
+    scale = std::max(scale, std::fabs(v));
+  }
+  EXPECT_LT(max_abs_diff(last, batch_last), 4e-6 * scale);
 }
 
 TEST(RandomModelSpec, Llama32OneBillionShapeHasTheRightParameterCount) {

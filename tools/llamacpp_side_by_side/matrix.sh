@@ -13,7 +13,7 @@
 # Usage: tools/llamacpp_side_by_side/matrix.sh OUT.md [THREADS]
 # Environment: MODELS (folder of the GGUFs, default /tmp/momentkv-models), SHAPE (make-model's
 # --shape, default llama-3.2-1b; tiny-llama for a quick check of the script), TYPES (default
-# "F16 Q8_0 Q4_K"), TESTS (default "pp512 pp4096 tg128 tg128@d4096 tg128@d4096+momentkv"),
+# "F16 Q8_0 Q4_K"; any of make-model's --type, e.g. Q4_K_M, llama.cpp's most used mix), TESTS (default "pp512 pp4096 tg128 tg128@d4096 tg128@d4096+momentkv"),
 # ROUNDS (rounds of the depth-0 tests of up to 512 tokens, default 3; the others run one round of
 # one repetition), FORCED_AVX2 (0 skips the MOMENTKV_CPU=avx2 rows), FORCED_LLAMA_CPU (llama.cpp's
 # build in those rows: avx2, the default, or native), MOMENTKV_BIN; run.sh's REPS,
@@ -37,7 +37,9 @@ momentkv=${MOMENTKV_BIN:-$root/build/momentkv}
 export MOMENTKV_BIN=$momentkv
 [ -x "$momentkv" ] || { echo "error: no momentkv binary at $momentkv (build it, or set MOMENTKV_BIN)" >&2; exit 1; }
 for type in $types; do
-  case $type in F16 | Q8_0 | Q4_K | BF16) ;; *) echo "error: TYPES: unknown type '$type' (F16, Q8_0, Q4_K, BF16)" >&2; exit 1 ;; esac
+  case $type in F32 | F16 | BF16 | Q8_0 | Q4_0 | Q4_1 | Q5_0 | Q5_1 | Q4_K | Q5_K | Q6_K | Q4_K_M | Q5_K_M) ;;
+    *) echo "error: TYPES: unknown type '$type' (make-model's: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, Q4_K_M, Q5_K_M)" >&2; exit 1 ;;
+  esac
 done
 for t in $tests; do
   [[ "$t" =~ ^(pp|tg)[1-9][0-9]*(@d[0-9]+)?(\+momentkv)?$ ]] ||
