@@ -18,7 +18,7 @@ struct Int8Activations {
   const int8_t* codes = nullptr;  // (n_tokens, cols): blocks[i].q at codes + 32 i
   const float* d = nullptr;       // (n_tokens, cols / 32): blocks[i].d
   const float* s = nullptr;       // (n_tokens, cols / 32): blocks[i].s
-  // Q8_0 prefill only, else null:
+  // Q8_0 and Q6_K prefill only, else null:
   const uint8_t* biased_codes = nullptr;  // (n_tokens, cols): the blocks' q + 128 as unsigned bytes
   // Q6_K only, else null:
   const int16_t* half_sums = nullptr;  // (n_tokens, cols / 16): Σ q over each 16 consecutive values
@@ -43,13 +43,17 @@ constexpr int code_zero_point(GgmlType type) {
 inline constexpr int kGemmRows = 16;
 
 // One 32-column block of a panel of kGemmRows weight rows, unpacked so that each 32-bit lane of a
-// vector holds 4 consecutive codes of one row (matmul_int8_gemm_kernels.h).
+// vector holds 4 consecutive codes of one row (matmul_int8_gemm_kernels.h). Q6_K's 16-value
+// sub-blocks have scales of their own: its columns 0-15 take scale and bias, 16-31 the _high ones.
 struct GemmBlock {
   alignas(32) int8_t codes[8][2][32];  // [4-column group][rows 0-7 | 8-15][4 codes per row, row-major]
-  alignas(32) float scale[2][8];       // [half][row]: Q8_0, Q4_0/1, Q5_0/1 d; Q4_K d·scale_j
+  alignas(32) float scale[2][8];       // [half][row]: Q8_0, Q4_0/1, Q5_0/1 d; Q4_K d·scale_j; Q6_K d·scale_2j
   alignas(32) float min[2][8];         // subtracted times the block's s: Q4_K dmin·min_j, Q4_0 8·d,
-                                       // Q5_0 16·d, Q4_1/Q5_1 −m; Q8_0 0
-  alignas(32) int32_t bias[2][8];      // Q8_0: 128·Σ codes (the biased activations' excess)
+                                       // Q5_0 16·d, Q4_1/Q5_1 −m; Q8_0, Q6_K 0
+  alignas(32) int32_t bias[2][8];      // Q8_0, Q6_K: 128·Σ codes (the biased activations' excess;
+                                       // Q6_K: over columns 0-15)
+  alignas(32) float scale_high[2][8];  // Q6_K: d·scale_2j+1, of columns 16-31
+  alignas(32) int32_t bias_high[2][8];  // Q6_K: 128·Σ codes over columns 16-31
 };
 
 }  // namespace mkv

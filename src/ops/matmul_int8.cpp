@@ -41,7 +41,8 @@ bool matmul_int8_gemm_supported(GgmlType type) {
     case GgmlType::Q4_1:
     case GgmlType::Q5_0:
     case GgmlType::Q5_1:
-    case GgmlType::Q4_K: return true;
+    case GgmlType::Q4_K:
+    case GgmlType::Q6_K: return true;
     default: return false;
   }
 }
@@ -79,10 +80,10 @@ void matmul_int8(const WeightMatrix& w, const float* x, int64_t n_tokens, float*
   const int64_t nb = w.cols / 32, cols = w.cols;
   const bool prefill = n_tokens > kInt8MaxTokens;
   // The operands (Int8Activations): every product reads the codes as consecutive bytes and the
-  // scales and sums as consecutive floats; the Q8_0 GEMM the biased codes, Q6_K the half-block code
-  // sums, Q4_0 and Q5_0 the lane biases.
-  const bool biased = prefill && w.type == GgmlType::Q8_0;
-  const bool half_sums = w.type == GgmlType::Q6_K;
+  // scales and sums as consecutive floats; the Q8_0 and Q6_K GEMMs the biased codes, Q6_K's row dots
+  // (decode, and a GEMM's rows past its last panel) the half-block code sums, Q4_0 and Q5_0 the lane biases.
+  const bool biased = prefill && (w.type == GgmlType::Q8_0 || w.type == GgmlType::Q6_K);
+  const bool half_sums = w.type == GgmlType::Q6_K;  // also prefill: its rows past the last panel
   const int zero_point = code_zero_point(w.type);
   // Owned by the calling thread and reused across products; grown, never shrunk (a decode step
   // between two prompt chunks does not free the chunks' codes).

@@ -1,5 +1,5 @@
 // Prefill-sized integer products (MatmulPrecision::Fast, more than kInt8MaxTokens tokens) of Q8_0,
-// Q4_K and the legacy 4- and 5-bit weights (Q4_0, Q4_1, Q5_0, Q5_1), compiled once per kernel
+// Q4_K, Q6_K and the legacy 4- and 5-bit weights (Q4_0, Q4_1, Q5_0, Q5_1), compiled once per kernel
 // variant (private to src/ops; included by kernel_variant.h). Entry point: int8_gemm_rows() (the KernelTable signature); matmul_int8.cpp
 // owns the buffers and runs the panels on its thread team.
 //
@@ -16,7 +16,10 @@
 // product subtracts min·s per block and token (s = d_x·Σ x): Q4_K's dmin·m_j, Q4_0's 8·d and
 // Q5_0's 16·d (their codes' zero points), Q4_1's and Q5_1's −m. Q8_0's are signed: VNNI takes the
 // activations as unsigned x + 128 and subtracts 128·Σ codes per block (GemmBlock::bias); AVX2,
-// whose vpmaddubsw would saturate on x + 128, uses the sign trick.
+// whose vpmaddubsw would saturate on x + 128, uses the sign trick. Q6_K's are packed signed
+// (code6 − 32, within ±32) and meet x + 128 on both variants (a vpmaddubsw pair stays within
+// 2·255·32 < 2^15); its 16-value sub-blocks have scales of their own, so each half of a block is
+// summed, biased and scaled on its own (GemmBlock::scale_high, bias_high).
 // The per-(row, token) sums run in another order than the decode kernels', so a token's outputs
 // depend on whether its product had more than kInt8MaxTokens tokens, as the float path's do past
 // kRowDotMaxTokens. The portable variant computes every token on its own (matmul_int8).
@@ -40,20 +43,32 @@ namespace {
 template <Kind K>
 constexpr int kGemmTokens = MKV_SIMD >= 3 ? 6 : K == Kind::Q8_0 ? 2 : 3;
 constexpr bool kBiasedActivations = MKV_SIMD >= 3;    // Q8_0 on VNNI: activations as x + 128
+// Whether the tiles read the activations as x + 128 (unsigned) against signed codes.
+template <Kind K>
+constexpr bool kBiasedTile = (K == Kind::Q8_0 && kBiasedActivations) || K == Kind::Q6_K;
+// Column groups (of 4) summed before a scale applies: Q6_K's 16-value sub-blocks, else the block.
+template <Kind K>
+constexpr int kGroupsPerScale = K == Kind::Q6_K ? 4 : 8;
 
 // Stores 8 rows' 32-byte code vectors (rows[r]: 8 groups of 4 codes) as the 8 group vectors of
 // half h of p (lane r = row r's group): an 8 x 8 transpose of 32-bit groups. Returns, with
-// kRowSums, the per-row sums of the (signed) codes in lane r; else zero.
+// kRowSums, the per-row sums of the (signed) codes in lane r; else zeros.
+struct RowCodeSums {
+  __m256i low, high;  // lane r: row r's codes summed over columns 0-15, 16-31
+};
 template <bool kRowSums>
-inline __m256i store_groups(__m256i rows[8], GemmBlock& p, int h) {
+inline RowCodeSums store_groups(__m256i rows[8], GemmBlock& p, int h) {
   simd::F8 v[8];
   for (int r = 0; r < 8; ++r) v[r].v = _mm256_castsi256_ps(rows[r]);
   simd::transpose8(v);
-  __m256i sums = _mm256_setzero_si256();
+  RowCodeSums sums = {_mm256_setzero_si256(), _mm256_setzero_si256()};
   for (int g = 0; g < 8; ++g) {
     const __m256i group = _mm256_castps_si256(v[g].v);
     _mm256_store_si256(reinterpret_cast<__m256i*>(p.codes[g][h]), group);
-    if constexpr (kRowSums) sums = _mm256_add_epi32(sums, int8_dots::dot_u8_i32(_mm256_set1_epi8(1), group));
+    if constexpr (kRowSums) {
+      __m256i& sum = g < 4 ? sums.low : sums.high;
+      sum = _mm256_add_epi32(sum, int8_dots::dot_u8_i32(_mm256_set1_epi8(1), group));
+    }
   }
   return sums;
 }
@@ -64,7 +79,25 @@ void pack_gemm_panel(const uint8_t* w, std::size_t row_bytes, int64_t nb, GemmBl
   __m256i rows[8];
   for (int h = 0; h < 2; ++h) {
     const uint8_t* half = w + 8 * h * row_bytes;  // rows 8h .. 8h + 7
-    if constexpr (K != Kind::Q4_K) {  // Q8_0, Q4_0, Q4_1, Q5_0, Q5_1: one 32-value block each
+    if constexpr (K == Kind::Q6_K) {  // super-block s holds blocks 8s .. 8s + 7; block k = 4h6 + q
+      for (int64_t s = 0; s < nb / 8; ++s) {
+        GemmBlock* p = out + 8 * s;
+        for (int k = 0; k < 8; ++k) {
+          for (int r = 0; r < 8; ++r) {
+            const uint8_t* block = half + r * row_bytes + s * decoders::Q6_K::kBlockBytes;
+            const float d = fp16_at(block + 208);
+            const auto* scales = reinterpret_cast<const int8_t*>(block + 192);
+            rows[r] = decoders::q6k_signed_codes(block, k / 4, k % 4);
+            p[k].scale[h][r] = d * static_cast<float>(scales[2 * k]);
+            p[k].scale_high[h][r] = d * static_cast<float>(scales[2 * k + 1]);
+            p[k].min[h][r] = 0.0f;
+          }
+          const RowCodeSums sums = store_groups<true>(rows, p[k], h);
+          _mm256_store_si256(reinterpret_cast<__m256i*>(p[k].bias[h]), _mm256_slli_epi32(sums.low, 7));
+          _mm256_store_si256(reinterpret_cast<__m256i*>(p[k].bias_high[h]), _mm256_slli_epi32(sums.high, 7));
+        }
+      }
+    } else if constexpr (K != Kind::Q4_K) {  // Q8_0, Q4_0, Q4_1, Q5_0, Q5_1: one 32-value block each
       const std::size_t block_bytes = row_bytes / nb;
       constexpr bool kRowSums = K == Kind::Q8_0 && kBiasedActivations;  // GemmBlock::bias
       for (int64_t b = 0; b < nb; ++b) {
@@ -77,7 +110,8 @@ void pack_gemm_panel(const uint8_t* w, std::size_t row_bytes, int64_t nb, GemmBl
           else if constexpr (kBiasedCodes<K>) p.min[h][r] = static_cast<float>(kZeroPoint<K>) * p.scale[h][r];
           else p.min[h][r] = 0.0f;
         }
-        _mm256_store_si256(reinterpret_cast<__m256i*>(p.bias[h]), _mm256_slli_epi32(store_groups<kRowSums>(rows, p, h), 7));
+        const RowCodeSums sums = store_groups<kRowSums>(rows, p, h);
+        _mm256_store_si256(reinterpret_cast<__m256i*>(p.bias[h]), _mm256_slli_epi32(_mm256_add_epi32(sums.low, sums.high), 7));
       }
     } else {  // Q4_K: super-block s holds blocks 8s .. 8s + 7; block j is nibble (j & 1) of qs[32(j/2) ..]
       const __m256i low_mask = _mm256_set1_epi8(0x0f);
@@ -113,6 +147,8 @@ template <Kind K>
 inline __m256i group_dot(__m256i acc, __m256i w, [[maybe_unused]] __m256i w_magnitude, __m256i x) {
   if constexpr (K == Kind::Q8_0 && kBiasedActivations) {
     return _mm256_dpbusd_epi32(acc, x, w);  // (x + 128) · w
+  } else if constexpr (K == Kind::Q6_K) {
+    return int8_dots::dot_u8_i32_from(acc, x, w);  // (x + 128) · (code6 − 32)
   } else if constexpr (K == Kind::Q8_0) {
     return _mm256_add_epi32(acc, int8_dots::dot_u8_i32(w_magnitude, _mm256_sign_epi8(x, w)));
   } else {
@@ -140,33 +176,37 @@ void gemm_tile(const GemmBlock* panel, int64_t nb, TileCodes x, const float* xd,
   for (auto& a : acc) a[0] = a[1] = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
     const GemmBlock& p = panel[b];
-    __m256i sums[T][2];
-    for (auto& s : sums) s[0] = s[1] = _mm256_setzero_si256();
-    for (int g = 0; g < 8; ++g) {
-      const __m256i w0 = _mm256_load_si256(reinterpret_cast<const __m256i*>(p.codes[g][0]));
-      const __m256i w1 = _mm256_load_si256(reinterpret_cast<const __m256i*>(p.codes[g][1]));
-      __m256i m0 = w0, m1 = w1;
-      if constexpr (K == Kind::Q8_0 && !kBiasedActivations) {
-        m0 = _mm256_sign_epi8(w0, w0);
-        m1 = _mm256_sign_epi8(w1, w1);
+    for (int g0 = 0; g0 < 8; g0 += kGroupsPerScale<K>) {
+      __m256i sums[T][2];
+      for (auto& s : sums) s[0] = s[1] = _mm256_setzero_si256();
+      for (int g = g0; g < g0 + kGroupsPerScale<K>; ++g) {
+        const __m256i w0 = _mm256_load_si256(reinterpret_cast<const __m256i*>(p.codes[g][0]));
+        const __m256i w1 = _mm256_load_si256(reinterpret_cast<const __m256i*>(p.codes[g][1]));
+        __m256i m0 = w0, m1 = w1;
+        if constexpr (K == Kind::Q8_0 && !kBiasedActivations) {
+          m0 = _mm256_sign_epi8(w0, w0);
+          m1 = _mm256_sign_epi8(w1, w1);
+        }
+        for (int t = 0; t < T; ++t) {
+          int32_t group;
+          std::memcpy(&group, x.codes + t * x.token_stride + b * x.block_stride + 4 * g, 4);
+          const __m256i broadcast = _mm256_set1_epi32(group);
+          sums[t][0] = group_dot<K>(sums[t][0], w0, m0, broadcast);
+          sums[t][1] = group_dot<K>(sums[t][1], w1, m1, broadcast);
+        }
       }
-      for (int t = 0; t < T; ++t) {
-        int32_t group;
-        std::memcpy(&group, x.codes + t * x.token_stride + b * x.block_stride + 4 * g, 4);
-        const __m256i broadcast = _mm256_set1_epi32(group);
-        sums[t][0] = group_dot<K>(sums[t][0], w0, m0, broadcast);
-        sums[t][1] = group_dot<K>(sums[t][1], w1, m1, broadcast);
-      }
-    }
-    for (int h = 0; h < 2; ++h) {
-      const __m256 scale = _mm256_load_ps(p.scale[h]);
-      [[maybe_unused]] const __m256 min = _mm256_load_ps(p.min[h]);
-      [[maybe_unused]] const __m256i bias = _mm256_load_si256(reinterpret_cast<const __m256i*>(p.bias[h]));
-      for (int t = 0; t < T; ++t) {
-        __m256i s = sums[t][h];
-        if constexpr (K == Kind::Q8_0 && kBiasedActivations) s = _mm256_sub_epi32(s, bias);
-        acc[t][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_mul_ps(scale, _mm256_set1_ps(xd[t * nb + b])), acc[t][h]);
-        if constexpr (K != Kind::Q8_0) acc[t][h] = _mm256_fnmadd_ps(min, _mm256_set1_ps(xs[t * nb + b]), acc[t][h]);
+      const bool high = g0 > 0;  // Q6_K's columns 16-31
+      for (int h = 0; h < 2; ++h) {
+        const __m256 scale = _mm256_load_ps(high ? p.scale_high[h] : p.scale[h]);
+        [[maybe_unused]] const __m256 min = _mm256_load_ps(p.min[h]);
+        [[maybe_unused]] const __m256i bias = _mm256_load_si256(reinterpret_cast<const __m256i*>(high ? p.bias_high[h] : p.bias[h]));
+        for (int t = 0; t < T; ++t) {
+          __m256i s = sums[t][h];
+          if constexpr (kBiasedTile<K>) s = _mm256_sub_epi32(s, bias);
+          acc[t][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_mul_ps(scale, _mm256_set1_ps(xd[t * nb + b])), acc[t][h]);
+          if constexpr (K != Kind::Q8_0 && K != Kind::Q6_K)
+            acc[t][h] = _mm256_fnmadd_ps(min, _mm256_set1_ps(xs[t * nb + b]), acc[t][h]);
+        }
       }
     }
   }
@@ -189,8 +229,8 @@ void gemm_panel(const WeightMatrix& w, const Int8Activations& x, int64_t n_token
   const std::size_t row_bytes = ggml_row_bytes(w.type, w.cols);
   pack_gemm_panel<K>(static_cast<const uint8_t*>(w.data) + r0 * row_bytes, row_bytes, nb, panel);
   static constexpr auto kTiles = gemm_tiles<K>(std::make_integer_sequence<int, kGemmTokens<K>>{});
-  // Q8_0 on VNNI takes the biased codes (x + 128), the others the signed ones.
-  const TileCodes codes = K == Kind::Q8_0 && kBiasedActivations ? TileCodes{x.biased_codes, cols, 32}
+  // Q8_0 on VNNI and Q6_K take the biased codes (x + 128), the others the signed ones.
+  const TileCodes codes = kBiasedTile<K> ? TileCodes{x.biased_codes, cols, 32}
                                                                 : TileCodes{reinterpret_cast<const uint8_t*>(x.codes), cols, 32};
   for (int64_t t0 = 0; t0 < n_tokens; t0 += kGemmTokens<K>) {
     const int64_t tokens = std::min<int64_t>(kGemmTokens<K>, n_tokens - t0);
@@ -212,6 +252,7 @@ void int8_gemm_rows(const WeightMatrix& w, const Int8Activations& x, int64_t n_t
       case GgmlType::Q5_0: return gemm_panel<Kind::Q5_0>(w, x, n_tokens, row_begin, panel, y);
       case GgmlType::Q5_1: return gemm_panel<Kind::Q5_1>(w, x, n_tokens, row_begin, panel, y);
       case GgmlType::Q4_K: return gemm_panel<Kind::Q4_K>(w, x, n_tokens, row_begin, panel, y);
+      case GgmlType::Q6_K: return gemm_panel<Kind::Q6_K>(w, x, n_tokens, row_begin, panel, y);
       default: break;  // the row dots below
     }
   }
