@@ -47,8 +47,8 @@ inline constexpr int kGemmRows = 16;
 // sub-blocks have scales of their own: its columns 0-15 take scale and bias, 16-31 the _high ones.
 struct GemmBlock {
   alignas(32) int8_t codes[8][2][32];  // [4-column group][rows 0-7 | 8-15][4 codes per row, row-major]
-  alignas(32) float scale[2][8];       // [half][row]: Q8_0, Q4_0/1, Q5_0/1 d; Q4_K d·scale_j; Q6_K d·scale_2j
-  alignas(32) float min[2][8];         // subtracted times the block's s: Q4_K dmin·min_j, Q4_0 8·d,
+  alignas(32) float scale[2][8];       // [half][row]: Q8_0, Q4_0/1, Q5_0/1 d; Q4_K, Q5_K d·scale_j; Q6_K d·scale_2j
+  alignas(32) float min[2][8];         // subtracted times the block's s: Q4_K, Q5_K dmin·min_j, Q4_0 8·d,
                                        // Q5_0 16·d, Q4_1/Q5_1 −m; Q8_0, Q6_K 0
   alignas(32) int32_t bias[2][8];      // Q8_0, Q6_K: 128·Σ codes (the biased activations' excess;
                                        // Q6_K: over columns 0-15)

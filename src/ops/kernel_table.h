@@ -34,9 +34,9 @@ struct KernelTable {
   // accepts, checked.
   void (*matmul_int8)(const WeightMatrix& w, const Int8Activations& x, int64_t n_tokens, float* y);
   // Rows [row_begin, row_end) of the same product (at most kGemmRows) for a prefill-sized batch:
-  // Q8_0 and Q4_K (matmul_int8_gemm_supported) as a GEMM that packs the rows
-  // into `panel` (scratch of cols / 32 blocks owned by the calling thread) and sums in another order
-  // than matmul_int8; other types and the portable variant, as matmul_int8 computes them.
+  // a GEMM that packs the rows into `panel` (scratch of cols / 32 blocks owned by the calling
+  // thread) and sums in another order than matmul_int8; the portable variant, and a last panel of
+  // fewer than kGemmRows rows, as matmul_int8 computes them.
   void (*int8_gemm_rows)(const WeightMatrix& w, const Int8Activations& x, int64_t n_tokens, int64_t row_begin,
                          int64_t row_end, GemmBlock* panel, float* y);
   // Cached attention over one KV head, as attn_group_logits and attn_group_weighted_sum

@@ -36,11 +36,10 @@ T* thread_scratch(int64_t n) {
 // KernelTable::matmul_float's scratch: n_tokens * cols / 16 floats.
 float* sums_scratch(int64_t n_tokens, int64_t cols) { return thread_scratch<float>(n_tokens * (cols / 16) + 1); }
 
-// In Fast precision, decode-sized batches of the quantised types take 8-bit activations and
-// integer dot products, and prefill-sized ones of the types with an integer GEMM take that.
-bool takes_int8_path(const WeightMatrix& w, int64_t n_tokens) {
-  if (matmul_precision() != MatmulPrecision::Fast || !matmul_int8_supported(w.type)) return false;
-  return n_tokens <= kInt8MaxTokens || matmul_int8_gemm_supported(w.type);
+// In Fast precision, the quantised types take 8-bit activations: integer dot products for
+// decode-sized batches, the integer GEMM for prefill-sized ones.
+bool takes_int8_path(const WeightMatrix& w) {
+  return matmul_precision() == MatmulPrecision::Fast && matmul_int8_supported(w.type);
 }
 
 // In Fast precision, decode-sized products of F16 / BF16 weights take fp16 / bf16 activations
@@ -70,7 +69,7 @@ void matmul_bf16_prefill(const WeightMatrix& w, const float* x, int64_t n_tokens
 void matmul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y) {
   check_matrix(w);
   if (w.rows == 0 || n_tokens <= 0) return;
-  if (takes_int8_path(w, n_tokens)) return matmul_int8(w, x, n_tokens, y);
+  if (takes_int8_path(w)) return matmul_int8(w, x, n_tokens, y);
   if (takes_half_activations(w, n_tokens)) {
     if (n_tokens > kRowDotMaxTokens) return matmul_bf16_prefill(w, x, n_tokens, y);
     return kernel_table().matmul_half_fast(w, x, n_tokens, y, thread_scratch<uint16_t>(n_tokens * w.cols));
@@ -79,7 +78,7 @@ void matmul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y) {
 }
 
 int64_t row_invariant_tokens(const WeightMatrix& w) {
-  return takes_int8_path(w, 1) ? kInt8MaxTokens : kRowDotMaxTokens;
+  return takes_int8_path(w) ? kInt8MaxTokens : kRowDotMaxTokens;
 }
 
 float dot_row(const WeightMatrix& w, int64_t r, const float* x) {

@@ -34,19 +34,6 @@ bool matmul_int8_supported(GgmlType type) {
          type == GgmlType::Q5_1 || type == GgmlType::Q4_K || type == GgmlType::Q5_K || type == GgmlType::Q6_K;
 }
 
-bool matmul_int8_gemm_supported(GgmlType type) {
-  switch (type) {
-    case GgmlType::Q8_0:
-    case GgmlType::Q4_0:
-    case GgmlType::Q4_1:
-    case GgmlType::Q5_0:
-    case GgmlType::Q5_1:
-    case GgmlType::Q4_K:
-    case GgmlType::Q6_K: return true;
-    default: return false;
-  }
-}
-
 void quantize_activations_q8(const float* x, int64_t n, ActBlockQ8* out, int group_blocks) {
   MKV_CHECK(group_blocks >= 1 && n % (32 * group_blocks) == 0,
             "quantize_activations_q8: {} values is not a multiple of {}", n, 32 * group_blocks);

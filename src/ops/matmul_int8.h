@@ -7,9 +7,8 @@
 // uses it only in MatmulPrecision::Fast, for the weight types it supports and batches of at most
 // kInt8MaxTokens tokens (decode steps of up to that many sequences, and prompt chunks that short),
 // whose every token's products are computed on their own, so a token's outputs do not depend on
-// the batch. Longer batches (prefill) of Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K and Q6_K weights take
-// an integer GEMM (matmul_int8_gemm_kernels.h), as llama.cpp's prefill does; those of Q5_K keep
-// the float GEMM.
+// the batch. Longer batches (prefill) take an integer GEMM (matmul_int8_gemm_kernels.h), as
+// llama.cpp's prefill does.
 #pragma once
 
 #include <cstdint>
@@ -21,7 +20,7 @@ namespace mkv {
 enum class MatmulPrecision {
   Exact,  // float32 activations x exactly decoded weights (the default)
   Fast,   // 8-bit quantised activations x integer weight codes for decode-sized batches (and, for
-          // all but Q5_K, prefill-sized ones: the integer GEMM); for F16 weights, fp16
+          // prefill-sized ones: the integer GEMM); for F16 weights, fp16
           // activations in products of up to kRowDotMaxTokens tokens; for BF16 weights, bf16
           // activations in every product (matmul.cpp)
 };
@@ -37,12 +36,8 @@ inline constexpr int64_t kInt8MaxTokens = 32;  // the server's most slots (serve
 // Q6_K).
 bool matmul_int8_supported(GgmlType type);
 
-// Whether prefill-sized batches (more than kInt8MaxTokens tokens) of `type` take the integer GEMM
-// in Fast precision (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q6_K).
-bool matmul_int8_gemm_supported(GgmlType type);
-
 // y = W x for n_tokens tokens with quantised activations (same layout as matmul()). Requires a
-// supported type; batches of more than kInt8MaxTokens tokens take the GEMM where the type has one.
+// supported type; batches of more than kInt8MaxTokens tokens take the GEMM.
 void matmul_int8(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y);
 
 // The activation blocks, exposed for tests: 32 values, scale d, codes q (value ≈ d*q), and

@@ -1,7 +1,7 @@
-// Prefill-sized integer products (MatmulPrecision::Fast, more than kInt8MaxTokens tokens) of Q8_0,
-// Q4_K, Q6_K and the legacy 4- and 5-bit weights (Q4_0, Q4_1, Q5_0, Q5_1), compiled once per kernel
-// variant (private to src/ops; included by kernel_variant.h). Entry point: int8_gemm_rows() (the KernelTable signature); matmul_int8.cpp
-// owns the buffers and runs the panels on its thread team.
+// Prefill-sized integer products (MatmulPrecision::Fast, more than kInt8MaxTokens tokens) of every
+// integer type (Q8_0, the K-quants, the legacy 4- and 5-bit weights), compiled once per kernel
+// variant (private to src/ops; included by kernel_variant.h). Entry point: int8_gemm_rows() (the
+// KernelTable signature); matmul_int8.cpp owns the buffers and runs the panels on its thread team.
 //
 // A GEMM in the layout of llama.cpp's repacked CPU kernels, packed on the fly: kGemmRows weight
 // rows at a time are unpacked into blocks of 32 columns in which each 32-bit lane of a vector holds
@@ -11,10 +11,10 @@
 // multiply-adds, where the float GEMM spends 32 FMAs. Each panel is packed once per product and
 // serves every token of it.
 //
-// Codes: Q4_K's and the legacy types' are packed unsigned as the blocks store them (0..15, 0..31)
-// and meet the signed activation codes directly; a block's value is scale·code − min, so the
-// product subtracts min·s per block and token (s = d_x·Σ x): Q4_K's dmin·m_j, Q4_0's 8·d and
-// Q5_0's 16·d (their codes' zero points), Q4_1's and Q5_1's −m. Q8_0's are signed: VNNI takes the
+// Codes: Q4_K's, Q5_K's and the legacy types' are packed unsigned as the blocks store them (0..15,
+// 0..31) and meet the signed activation codes directly; a block's value is scale·code − min, so
+// the product subtracts min·s per block and token (s = d_x·Σ x): Q4_K's and Q5_K's dmin·m_j,
+// Q4_0's 8·d and Q5_0's 16·d (their codes' zero points), Q4_1's and Q5_1's −m. Q8_0's are signed: VNNI takes the
 // activations as unsigned x + 128 and subtracts 128·Σ codes per block (GemmBlock::bias); AVX2,
 // whose vpmaddubsw would saturate on x + 128, uses the sign trick. Q6_K's are packed signed
 // (code6 − 32, within ±32) and meet x + 128 on both variants (a vpmaddubsw pair stays within
@@ -97,7 +97,7 @@ void pack_gemm_panel(const uint8_t* w, std::size_t row_bytes, int64_t nb, GemmBl
           _mm256_store_si256(reinterpret_cast<__m256i*>(p[k].bias_high[h]), _mm256_slli_epi32(sums.high, 7));
         }
       }
-    } else if constexpr (K != Kind::Q4_K) {  // Q8_0, Q4_0, Q4_1, Q5_0, Q5_1: one 32-value block each
+    } else if constexpr (!kSuperBlocks<K>) {  // Q8_0, Q4_0, Q4_1, Q5_0, Q5_1: one 32-value block each
       const std::size_t block_bytes = row_bytes / nb;
       constexpr bool kRowSums = K == Kind::Q8_0 && kBiasedActivations;  // GemmBlock::bias
       for (int64_t b = 0; b < nb; ++b) {
@@ -113,12 +113,15 @@ void pack_gemm_panel(const uint8_t* w, std::size_t row_bytes, int64_t nb, GemmBl
         const RowCodeSums sums = store_groups<kRowSums>(rows, p, h);
         _mm256_store_si256(reinterpret_cast<__m256i*>(p.bias[h]), _mm256_slli_epi32(_mm256_add_epi32(sums.low, sums.high), 7));
       }
-    } else {  // Q4_K: super-block s holds blocks 8s .. 8s + 7; block j is nibble (j & 1) of qs[32(j/2) ..]
+    } else {  // Q4_K, Q5_K: super-block s holds blocks 8s .. 8s + 7; block j is nibble (j & 1) of
+              // qs[32(j/2) ..], Q5_K's fifth bits bit j of qh[0 .. 32)
+      constexpr std::size_t kBlockBytes = K == Kind::Q5_K ? decoders::Q5_K::kBlockBytes : decoders::Q4_K::kBlockBytes;
+      constexpr std::size_t kQsOffset = K == Kind::Q5_K ? 48 : 16, kQhOffset = 16;
       const __m256i low_mask = _mm256_set1_epi8(0x0f);
       for (int64_t s = 0; s < nb / 8; ++s) {
         GemmBlock* p = out + 8 * s;
         for (int r = 0; r < 8; ++r) {
-          const uint8_t* block = half + r * row_bytes + s * decoders::Q4_K::kBlockBytes;
+          const uint8_t* block = half + r * row_bytes + s * kBlockBytes;
           const float d = fp16_at(block), dmin = fp16_at(block + 2);
           const decoders::KScalesMins sm = k_scales_mins(block + 4);
           for (int j = 0; j < 8; ++j) {
@@ -130,9 +133,15 @@ void pack_gemm_panel(const uint8_t* w, std::size_t row_bytes, int64_t nb, GemmBl
         for (int pair = 0; pair < 4; ++pair) {
           __m256i high[8];
           for (int r = 0; r < 8; ++r) {
-            const __m256i bytes = int8_dots::load32(half + r * row_bytes + s * decoders::Q4_K::kBlockBytes + 16 + 32 * pair);
+            const uint8_t* block = half + r * row_bytes + s * kBlockBytes;
+            const __m256i bytes = int8_dots::load32(block + kQsOffset + 32 * pair);
             rows[r] = _mm256_and_si256(bytes, low_mask);
             high[r] = _mm256_and_si256(_mm256_srli_epi16(bytes, 4), low_mask);
+            if constexpr (K == Kind::Q5_K) {  // bits 2·pair and 2·pair + 1 of qh, moved to bit 4
+              const __m256i qh = int8_dots::load32(block + kQhOffset), one = _mm256_set1_epi8(1);
+              rows[r] = _mm256_or_si256(rows[r], _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * pair), one), 4));
+              high[r] = _mm256_or_si256(high[r], _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * pair + 1), one), 4));
+            }
           }
           store_groups<false>(rows, p[2 * pair], h);
           store_groups<false>(high, p[2 * pair + 1], h);
@@ -244,18 +253,8 @@ void gemm_panel(const WeightMatrix& w, const Int8Activations& x, int64_t n_token
 void int8_gemm_rows(const WeightMatrix& w, const Int8Activations& x, int64_t n_tokens, int64_t row_begin,
                     int64_t row_end, [[maybe_unused]] GemmBlock* panel, float* y) {
 #if MKV_SIMD >= 2
-  if (row_end - row_begin == kGemmRows) {
-    switch (w.type) {
-      case GgmlType::Q8_0: return gemm_panel<Kind::Q8_0>(w, x, n_tokens, row_begin, panel, y);
-      case GgmlType::Q4_0: return gemm_panel<Kind::Q4_0>(w, x, n_tokens, row_begin, panel, y);
-      case GgmlType::Q4_1: return gemm_panel<Kind::Q4_1>(w, x, n_tokens, row_begin, panel, y);
-      case GgmlType::Q5_0: return gemm_panel<Kind::Q5_0>(w, x, n_tokens, row_begin, panel, y);
-      case GgmlType::Q5_1: return gemm_panel<Kind::Q5_1>(w, x, n_tokens, row_begin, panel, y);
-      case GgmlType::Q4_K: return gemm_panel<Kind::Q4_K>(w, x, n_tokens, row_begin, panel, y);
-      case GgmlType::Q6_K: return gemm_panel<Kind::Q6_K>(w, x, n_tokens, row_begin, panel, y);
-      default: break;  // the row dots below
-    }
-  }
+  if (row_end - row_begin == kGemmRows)
+    return visit_kind(w.type, [&]<Kind K>() { gemm_panel<K>(w, x, n_tokens, row_begin, panel, y); });
 #endif
   visit_kind(w.type, [&]<Kind K>() { run_rows<K>(w, x, n_tokens, row_begin, row_end, y); });
 }

@@ -49,8 +49,8 @@ struct Problem {
 class Int8Type : public ::testing::TestWithParam<GgmlType> {};
 
 TEST_P(Int8Type, EqualsTheFloat64ProductWithQuantisedActivations) {
-  // The last shape is prefill-sized: the types with an integer GEMM take it there (37 rows: two
-  // panels of 16 and 5 rows past them), Q5_K each token's row dots.
+  // The last shape is prefill-sized: the integer GEMM (37 rows: two panels of 16 and 5 rows past
+  // them, which take the row dots).
   for (const auto& [rows, cols, tokens] : {std::tuple{7, 32, 1}, std::tuple{67, 256, 1}, std::tuple{130, 2048, 3},
                                            std::tuple{37, 512, int(kInt8MaxTokens) + 9}}) {
     if (cols % ggml_type_info(GetParam()).block_size != 0) continue;  // K-quants: 256-value blocks
@@ -158,10 +158,10 @@ TEST(MatmulPrecision, ExactIsTheDefaultAndTypesWithoutAFastPathKeepTheFloatKerne
       EXPECT_NE(exact, fast) << ggml_type_info(type).name;  // 8-bit, fp16 or bf16 activations
     }
   }
-  // Prefill-sized batches (more than kInt8MaxTokens tokens) of the type without an integer GEMM
-  // (Q5_K) keep the float kernel in Fast precision; the others take the GEMM. So do F16 batches of
-  // more than kRowDotMaxTokens tokens (BF16 ones take bf16 activations: the next test), and F16
-  // and BF16 rows that are not whole 8-value groups (valid: their block size is 1).
+  // F16 batches of more than kRowDotMaxTokens tokens keep the float kernel in Fast precision (BF16
+  // ones take bf16 activations: the next test), and so do F16 and BF16 rows that are not whole
+  // 8-value groups (valid: their block size is 1). Prefill-sized batches (more than kInt8MaxTokens
+  // tokens) of every quantised type take the integer GEMM.
   for (GgmlType type : {GgmlType::F16, GgmlType::BF16}) {
     for (const auto& [rows, cols, tokens] : {std::tuple{32, 256, int(kRowDotMaxTokens) + 1}, std::tuple{5, 12, 1}}) {
       Problem p(type, rows, cols, tokens, 4);
@@ -186,12 +186,7 @@ TEST(MatmulPrecision, ExactIsTheDefaultAndTypesWithoutAFastPathKeepTheFloatKerne
       PrecisionGuard g(MatmulPrecision::Fast);
       matmul(p.w, p.x.data(), kPrefill, fast.data());
     }
-    EXPECT_EQ(matmul_int8_gemm_supported(type), type != GgmlType::Q5_K);
-    if (matmul_int8_gemm_supported(type)) {
-      EXPECT_NE(exact, fast) << ggml_type_info(type).name;
-    } else {
-      EXPECT_EQ(exact, fast) << ggml_type_info(type).name;
-    }
+    EXPECT_NE(exact, fast) << ggml_type_info(type).name;
   }
 }
 
