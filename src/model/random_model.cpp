@@ -118,9 +118,8 @@ int64_t RandomModelSpec::parameter_count() const {
 }
 
 void RandomModelSpec::set_weight_types(std::string_view name) {
-  const std::string_view mixed = name.size() > 2 ? name.substr(0, name.size() - 2) : "";
   const bool k_mix = name.size() > 2 && (name.ends_with("_M") || name.ends_with("_m"));
-  const auto base = ggml_type_from_name(k_mix ? mixed : name);
+  const auto base = ggml_type_from_name(k_mix ? name.substr(0, name.size() - 2) : name);
   const bool mixable = base && (*base == GgmlType::Q4_K || *base == GgmlType::Q5_K);
   MKV_CHECK(base && ggml_type_info(*base).computable && (!k_mix || mixable),
             "unsupported weight type '{}' (use F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, "

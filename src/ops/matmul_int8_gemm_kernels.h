@@ -82,16 +82,19 @@ void pack_gemm_panel(const uint8_t* w, std::size_t row_bytes, int64_t nb, GemmBl
     if constexpr (K == Kind::Q6_K) {  // super-block s holds blocks 8s .. 8s + 7; block k = 4h6 + q
       for (int64_t s = 0; s < nb / 8; ++s) {
         GemmBlock* p = out + 8 * s;
-        for (int k = 0; k < 8; ++k) {
-          for (int r = 0; r < 8; ++r) {
-            const uint8_t* block = half + r * row_bytes + s * decoders::Q6_K::kBlockBytes;
-            const float d = fp16_at(block + 208);
-            const auto* scales = reinterpret_cast<const int8_t*>(block + 192);
-            rows[r] = decoders::q6k_signed_codes(block, k / 4, k % 4);
+        for (int r = 0; r < 8; ++r) {
+          const uint8_t* block = half + r * row_bytes + s * decoders::Q6_K::kBlockBytes;
+          const float d = fp16_at(block + 208);
+          const auto* scales = reinterpret_cast<const int8_t*>(block + 192);
+          for (int k = 0; k < 8; ++k) {
             p[k].scale[h][r] = d * static_cast<float>(scales[2 * k]);
             p[k].scale_high[h][r] = d * static_cast<float>(scales[2 * k + 1]);
             p[k].min[h][r] = 0.0f;
           }
+        }
+        for (int k = 0; k < 8; ++k) {
+          for (int r = 0; r < 8; ++r)
+            rows[r] = decoders::q6k_signed_codes(half + r * row_bytes + s * decoders::Q6_K::kBlockBytes, k / 4, k % 4);
           const RowCodeSums sums = store_groups<true>(rows, p[k], h);
           _mm256_store_si256(reinterpret_cast<__m256i*>(p[k].bias[h]), _mm256_slli_epi32(sums.low, 7));
           _mm256_store_si256(reinterpret_cast<__m256i*>(p[k].bias_high[h]), _mm256_slli_epi32(sums.high, 7));
