@@ -8,7 +8,8 @@
 
 #include "commands.h"
 #include "eval/held_out.h"
-#include "kv/press_registry.h"
+#include "kv/press_catalog.h"
+#include "kv/press_config.h"
 #include "core/error.h"
 #include "core/int_list.h"
 #include "core/progress.h"

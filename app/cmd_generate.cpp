@@ -94,7 +94,7 @@ int run_generate(const GenerateOptions& o) {
   sp.seed = o.seed >= 0 ? static_cast<uint64_t>(o.seed) : std::random_device{}();
   Sampler sampler(sp);
 
-  const std::unique_ptr<Press> press = o.press.is_full() ? nullptr : o.press.make();
+  const std::unique_ptr<Press> press = o.press.make_or_null();
   if (press) fmt::print(stderr, "press: {}\n", press->spec());
   SessionOptions so = session_options(o.model, m, o.compress_each_chunk);
   so.press = press.get();

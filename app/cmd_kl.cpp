@@ -6,7 +6,8 @@
 #include <filesystem>
 
 #include "commands.h"
-#include "kv/press_registry.h"
+#include "kv/press_catalog.h"
+#include "kv/press_config.h"
 #include "core/error.h"
 #include "core/text_file.h"
 #include "core/int_list.h"

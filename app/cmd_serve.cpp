@@ -43,7 +43,6 @@ int run_serve(const ServeOptions& o) {
   so.model_name = o.alias.empty() ? std::filesystem::path(m.file->path()).stem().string() : o.alias;
   so.chat_template = o.chat_template;
   so.press = o.press;
-  so.budget = o.budget;
   so.session = session_options(o.model, m, o.compress_each_chunk);
   so.parallel = o.parallel;
   MKV_CHECK(std::isfinite(o.kv_memory_mib) && o.kv_memory_mib >= 0 && o.kv_memory_mib <= kMaxKvMemoryMib,

@@ -253,7 +253,6 @@ struct ServeOptions {
   std::string chat_template;          // --chat-template override
   std::string alias;                  // -a/--alias: the model's name in /v1/models and responses
   PressConfig press;                  // --press with --kv-budget | --compression-ratio (default: full)
-  std::optional<Budget> budget;       // the budget flags, for request presses that name none
   bool compress_each_chunk = false;   // --compress-chunks
 };
 int run_serve(const ServeOptions& options);

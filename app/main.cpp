@@ -20,7 +20,8 @@
 #include "commands.h"
 #include "core/error.h"
 #include "core/message_text.h"
-#include "kv/press_registry.h"
+#include "kv/press_catalog.h"
+#include "kv/press_config.h"
 #include "ops/cpu_features.h"
 #include "sweep/subprocess.h"
 
@@ -106,7 +107,7 @@ struct PressFlags {
     std::vector<mkv::PressConfig> out;
     for (const std::string& spec : specs) {
       out.push_back(mkv::PressConfig::parse(spec));
-      MKV_CHECK(!out.back().budget(), "--press '{}': give budgets with --budgets, not in the spec", spec);
+      out.back().require_budget_from_list();
     }
     return out;
   }
@@ -242,6 +243,11 @@ int main(int argc, char** argv) {
   kl_cmd->add_option("-o,--output", kl.json_output, "also write the rows as JSON");
 
   auto* presses = app.add_subcommand("presses", "list the KV compression presses, their parameters and defaults");
+  std::string presses_format = "text";
+  presses->add_option("--format", presses_format,
+                      "text; markdown (docs/METHODS.md's generated tables) or python (python/momentkv/_catalog.py)")
+      ->check(CLI::IsMember({"text", "markdown", "python"}))
+      ->capture_default_str();
 
   MakeModelOptions mm;
   auto* make_model = app.add_subcommand("make-model", "write a seeded random-weight GGUF at a real model's shape");
@@ -418,7 +424,6 @@ int main(int argc, char** argv) {
       const std::vector<mkv::PressConfig> presses = serve_press.with_budget();
       MKV_CHECK(presses.size() <= 1, "give one --press for serve, got {}", presses.size());
       if (!presses.empty()) srv.press = presses.front();
-      srv.budget = serve_press.budget();
       return run_serve(srv);
     }
     if (generate->parsed()) return run_generate(gen);
@@ -434,7 +439,9 @@ int main(int argc, char** argv) {
     if (sweep_status->parsed()) return run_sweep_status(sw);
     if (sweep_run->parsed()) return run_sweep_run(sw);
     if (presses->parsed()) {
-      fmt::print("{}", mkv::press_help());
+      fmt::print("{}", presses_format == "markdown" ? mkv::press_markdown()
+                       : presses_format == "python" ? mkv::press_python_module()
+                                                    : mkv::press_help());
       return 0;
     }
     if (import_llama2c->parsed()) return run_import_llama2c(il);

@@ -30,7 +30,7 @@ void check_parsed(const mkv::serve::CompletionRequest& r, int n_vocab) {
     const mkv::PressConfig server_press =
         server_compresses ? mkv::PressConfig::parse("snapkv", server_budget) : mkv::PressConfig();
     try {
-      const mkv::PressConfig press = mkv::serve::request_press(r, server_press, server_budget);
+      const mkv::PressConfig press = mkv::serve::request_press(r, server_press);
       mkv::fuzz::require(mkv::PressConfig::parse(press.spec()) == press,
                          "a request's press spec does not round-trip");
       if (!press.is_full()) press.require_budget();

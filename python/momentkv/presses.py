@@ -9,29 +9,24 @@ canonical spec (every parameter spelled out), which `--press` accepts back uncha
     >>> from momentkv import presses
     >>> presses.SnapKV(window=16).spec
     'snapkv:window=16,kernel=auto,sinks=4,...'
-    >>> [p["name"] for p in presses.list()]
-    ['full', 'streaming_llm', 'h2o', 'snapkv', 'pyramidkv', 'adakv', 'momentkv']
+    >>> [p["name"] for p in presses.list()][:4]
+    ['full', 'streaming_llm', 'h2o', 'snapkv']
+
+The classes themselves are generated from the engine's catalogue into _catalog.py
+(`momentkv presses --format python`), so a press registered in C++ has its class here.
 """
 
 import builtins
 import math
 import numbers
-import operator
 
 from . import _momentkv
+from ._catalog import *  # noqa: F401,F403 (one class per press of the engine's catalogue)
+from ._catalog import CLASSES
+from ._press_base import Press, _integer
 
-__all__ = ["Press", "ScorerPress", "Full", "StreamingLLM", "H2O", "SnapKV", "PyramidKV", "AdaKV", "MomentKV", "list",
-           "pooling_kernel", "observation_window"]
-
-
-def _integer(what, value, also=""):
-    """`value` as a Python int: any integral type (int, numpy integers: operator.index), not a bool."""
-    if not isinstance(value, bool) and hasattr(type(value), "__index__"):
-        try:
-            return operator.index(value)
-        except TypeError:  # e.g. a numpy array of more than one element
-            pass
-    raise TypeError(f"{what} must be an int{also}, got {type(value).__name__}")
+__all__ = ["Press", "ScorerPress", *(c.__name__ for c in CLASSES.values()), "list", "pooling_kernel",
+           "observation_window"]
 
 
 def pooling_kernel(budget):
@@ -44,164 +39,6 @@ def observation_window(budget):
     """window=auto's observation window for a layer budget of `budget` tokens per KV head (>= 1):
     L/64 in [1, 32]."""
     return _momentkv.observation_window(_integer("budget", budget))
-
-
-# The kind of every parameter key (the engine's registry validates ranges and choices).
-_INT = {"window", "kernel", "sinks", "rounds", "budget", "decode_slack", "groups"}
-_REAL = {"ratio", "safeguard", "beta"}
-_BOOL = {"nc", "clip", "means_only"}
-_CHOICE = {"scorer", "alloc", "variant"}
-
-
-def _format(press, key, value):
-    """The spec text of one value, after checking its Python type."""
-    if key in _BOOL:
-        if not isinstance(value, bool):
-            raise TypeError(f"{press}: {key} must be a bool, got {type(value).__name__}")
-        return "1" if value else "0"
-    if key in ("kernel", "window") and isinstance(value, str) and value == "auto":
-        return value  # tied to the budget (pooling_kernel, observation_window)
-    if key in _INT:
-        return str(_integer(f"{press}: {key}", value, ' or "auto"' if key in ("kernel", "window") else ""))
-    if key in _REAL:
-        if isinstance(value, bool) or not isinstance(value, numbers.Real):  # numpy floats too
-            raise TypeError(f"{press}: {key} must be a number, got {type(value).__name__}")
-        if not math.isfinite(value):
-            raise ValueError(f"press '{press}': {key}={value} is not a finite number")
-        return repr(float(value))
-    if key in _CHOICE:
-        if not isinstance(value, str):
-            raise TypeError(f"{press}: {key} must be a str, got {type(value).__name__}")
-        return value
-    raise TypeError(f"{press}: unknown parameter {key!r}")
-
-
-class Press:
-    """A press spec built from keyword arguments; see the subclasses."""
-
-    name = "full"
-
-    def __init__(self, **params):
-        given = {k: v for k, v in params.items() if v is not None}
-        self._given = given  # first, so that repr() works on a press whose arguments are refused
-        items = [f"{k}={_format(self.name, k, v)}" for k, v in given.items()]
-        self._as_given = self.name + (":" + ",".join(items) if items else "")
-        # Validates like --press (ValueError with the CLI's message); the budget may come later.
-        _, self._spec, _ = _momentkv.parse_press(self._as_given)
-
-    @property
-    def spec(self):
-        """The canonical spec: every parameter spelled out (and the budget, when given)."""
-        return self._spec
-
-    @property
-    def params(self):
-        """The parameters given explicitly, as passed."""
-        return dict(self._given)
-
-    def __str__(self):
-        return self._as_given
-
-    def __repr__(self):
-        args = ", ".join(f"{k}={v!r}" for k, v in self._given.items())
-        return f"{type(self).__name__}({args})"
-
-    def __eq__(self, other):
-        return isinstance(other, Press) and self.spec == other.spec
-
-    def __hash__(self):
-        return hash(self.spec)
-
-
-class Full(Press):
-    """No eviction: the full cache (the reference)."""
-
-    name = "full"
-
-    def __init__(self):
-        super().__init__()
-
-
-class StreamingLLM(Press):
-    """StreamingLLM: attention sinks + the most recent tokens."""
-
-    name = "streaming_llm"
-
-    def __init__(self, *, sinks: int = None, budget: int = None, ratio: float = None, decode_slack: int = None,
-                 nc: bool = None, groups: int = None, clip: bool = None, means_only: bool = None):
-        super().__init__(sinks=sinks, budget=budget, ratio=ratio, decode_slack=decode_slack, nc=nc, groups=groups,
-                         clip=clip, means_only=means_only)
-
-
-class H2O(Press):
-    """H2O: accumulated attention column sums."""
-
-    name = "h2o"
-
-    def __init__(self, *, window: int = None, sinks: int = None, budget: int = None, ratio: float = None,
-                 decode_slack: int = None, nc: bool = None, groups: int = None, clip: bool = None,
-                 means_only: bool = None):
-        super().__init__(window=window, sinks=sinks, budget=budget, ratio=ratio, decode_slack=decode_slack, nc=nc,
-                         groups=groups, clip=clip, means_only=means_only)
-
-
-class SnapKV(Press):
-    """SnapKV: observation-window attention, max-pooled over `kernel` (odd) positions, or "auto"
-    (the default: tied to the layer's budget, see pooling_kernel)."""
-
-    name = "snapkv"
-
-    def __init__(self, *, window: int = None, kernel: "int | str" = None, sinks: int = None, budget: int = None,
-                 ratio: float = None, decode_slack: int = None, nc: bool = None, groups: int = None,
-                 clip: bool = None, means_only: bool = None):
-        super().__init__(window=window, kernel=kernel, sinks=sinks, budget=budget, ratio=ratio,
-                         decode_slack=decode_slack, nc=nc, groups=groups, clip=clip, means_only=means_only)
-
-
-class PyramidKV(Press):
-    """PyramidKV: SnapKV scores with budgets decreasing with depth."""
-
-    name = "pyramidkv"
-
-    def __init__(self, *, window: int = None, kernel: "int | str" = None, sinks: int = None, beta: float = None,
-                 budget: int = None, ratio: float = None, decode_slack: int = None, nc: bool = None,
-                 groups: int = None, clip: bool = None, means_only: bool = None):
-        super().__init__(window=window, kernel=kernel, sinks=sinks, beta=beta, budget=budget, ratio=ratio,
-                         decode_slack=decode_slack, nc=nc, groups=groups, clip=clip, means_only=means_only)
-
-
-class AdaKV(Press):
-    """Ada-KV: adaptive per-head budgets around a scorer ("snapkv" or "h2o"), inside each layer
-    (alloc="adaptive", the paper's), in PyramidKV's layer budgets ("pyramid_adaptive") or over
-    every head of every layer ("global")."""
-
-    name = "adakv"
-
-    def __init__(self, *, scorer: str = None, safeguard: float = None, window: int = None, kernel: "int | str" = None,
-                 sinks: int = None, rounds: int = None, alloc: str = None, beta: float = None, budget: int = None,
-                 ratio: float = None, decode_slack: int = None, nc: bool = None, groups: int = None,
-                 clip: bool = None, means_only: bool = None):
-        super().__init__(scorer=scorer, safeguard=safeguard, window=window, kernel=kernel, sinks=sinks,
-                         rounds=rounds, alloc=alloc, beta=beta, budget=budget, ratio=ratio,
-                         decode_slack=decode_slack, nc=nc, groups=groups, clip=clip, means_only=means_only)
-
-
-class MomentKV(Press):
-    """MomentKV: moment-informed eviction (alpha * |residual|) + normalisation-corrected attention."""
-
-    name = "momentkv"
-
-    def __init__(self, *, window: int = None, kernel: "int | str" = None, sinks: int = None, rounds: int = None,
-                 alloc: str = None, safeguard: float = None, beta: float = None, variant: str = None,
-                 budget: int = None, ratio: float = None, decode_slack: int = None, nc: bool = None,
-                 groups: int = None, clip: bool = None, means_only: bool = None):
-        super().__init__(window=window, kernel=kernel, sinks=sinks, rounds=rounds, alloc=alloc,
-                         safeguard=safeguard, beta=beta, variant=variant, budget=budget, ratio=ratio,
-                         decode_slack=decode_slack, nc=nc, groups=groups, clip=clip, means_only=means_only)
-
-
-# Press name -> class (the engine's catalog names).
-CLASSES = {c.name: c for c in (Full, StreamingLLM, H2O, SnapKV, PyramidKV, AdaKV, MomentKV)}
 
 
 def list():  # noqa: A001 (momentkv.presses.list(), as the issue names it)

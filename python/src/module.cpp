@@ -63,16 +63,17 @@
 #include <utility>
 #include <vector>
 
-#include "compress_later.h"
 #include "core/error.h"
 #include "core/threading.h"
+#include "engine/compress_later.h"
 #include "engine/generation.h"
 #include "engine/session.h"
 #include "gguf/gguf_file.h"
 #include "kv/kv_cache.h"
 #include "kv/press_config.h"
-#include "kv/press_registry.h"
+#include "kv/press_catalog.h"
 #include "kv/presses/allocation.h"
+#include "kv/presses/nc_press.h"
 #include "kv/presses/observation_window.h"
 #include "kv/presses/scorer_press.h"
 #include "kv/presses/snapkv.h"
@@ -342,6 +343,9 @@ mkv::PressConfig parse_press_spec(const std::string& spec, std::optional<int64_t
 struct PyPressConfig {
   py::object press;  // the momentkv.ScorerPress instance
   mkv::ScorerPressOptions options;
+  mkv::Allocation allocation = mkv::Allocation::Uniform;
+  double beta = 20.0, safeguard = 0.2;  // of the pyramid and adaptive allocations
+  bool nc = false;                      // wrapped in NcPress
   int window = mkv::Protection::kAutoWindow;  // >= 1, or kAutoWindow (tied to the layer's budget)
   bool query_positions = false;                // score() takes a query_positions keyword
 };
@@ -552,13 +556,13 @@ PyPressConfig py_press_config(const py::object& press, std::optional<int64_t> kv
   mkv::ScorerPressOptions& s = c.options;
   s.protection.window = c.window;
   s.protection.sinks = int(integer_in_range(o["sinks"], "sinks", bad));
-  s.nc = o["nc"].cast<bool>();
+  c.nc = o["nc"].cast<bool>();
   const std::string alloc = utf8_text(o["alloc"], "press " + name + ": alloc");
   const std::optional<mkv::Allocation> allocation = mkv::allocation_from_name(alloc);
   if (!allocation) throw bad("alloc=\"" + alloc + "\" is not one of uniform, adaptive, pyramid, pyramid_adaptive, global");
-  s.allocation = *allocation;
-  s.safeguard = real_in_range(o["safeguard"], "safeguard", bad);
-  s.beta = real_in_range(o["beta"], "beta", bad);
+  c.allocation = *allocation;
+  c.safeguard = real_in_range(o["safeguard"], "safeguard", bad);
+  c.beta = real_in_range(o["beta"], "beta", bad);
   s.rounds = int(integer_in_range(o["rounds"], "rounds", bad));
   s.decode_slack = int(integer_in_range(o["decode_slack"], "decode_slack", bad, " (-1: no decode-time eviction)"));
   // The budget: exactly one of the press's budget/ratio and generate's kv_budget/compression_ratio,
@@ -724,11 +728,12 @@ struct Model {
   // stream's, or null).
   static std::unique_ptr<mkv::Press> make_press(const mkv::PressConfig& config, const std::optional<PyPressConfig>& py,
                                                 Cancellation* cancellation = nullptr) {
-    if (py)
-      return std::make_unique<mkv::ScorerPress>(
-          std::make_unique<PyScorer>(py->press.ptr(), py->window, py->query_positions, cancellation), py->options);
-    if (!config.is_full()) return config.make();
-    return nullptr;
+    if (!py) return config.make_or_null();
+    std::unique_ptr<mkv::Press> p = std::make_unique<mkv::ScorerPress>(
+        std::make_unique<PyScorer>(py->press.ptr(), py->window, py->query_positions, cancellation),
+        mkv::make_allocation(py->allocation, py->beta, py->safeguard), py->options);
+    if (py->nc) p = std::make_unique<mkv::NcPress>(std::move(p));
+    return p;
   }
 
   GenerationJob job(std::vector<int32_t> prompt, int max_tokens, float temperature, float top_p, int top_k,
@@ -930,7 +935,7 @@ struct PySession {
   std::optional<PyPressConfig> py_press;  // owns the Python press the PyScorer borrows
   std::unique_ptr<mkv::Press> press;
   std::unique_ptr<mkv::Session> session;
-  momentkv_python::QueryRecorder queries;  // the last query_window queries of every layer
+  mkv::QueryRecorder queries;  // the last query_window queries of every layer
   int64_t exports = 0;  // live CacheExports (numpy views of the cache); changed with the GIL held
   bool busy = false;    // a computation is running on this session (the GIL is released then)
 
@@ -957,7 +962,7 @@ struct PySession {
   // compress() with another press). Called with the GIL released, or while constructing.
   void reset_engine() {
     const mkv::MomentConfig own = press ? press->moment_config() : mkv::MomentConfig{};
-    if (!momentkv_python::same_moments(session->cache().moment_config(), own))
+    if (!mkv::same_moments(session->cache().moment_config(), own))
       session->cache() = mkv::KvCache(session->cache().shape(), session->cache().storage(), own);
     session->reset();
     session->set_nc(press && press->nc());
@@ -1071,9 +1076,8 @@ struct PySession {
       throw py::value_error("Session.compress: the session holds no tokens (prefill some first)");
     if (!py && config.is_full()) return;  // keeps every token
     const auto n_past = int32_t(session->n_past());
-    const int read = !py ? momentkv_python::queries_read(config, n_past)
-                         : momentkv_python::window_read(py->window, py->options.budget, n_past,
-                                                        mkv::has_pyramid_layers(py->options.allocation));
+    const int read = !py ? config.queries_read(n_past)
+                         : mkv::window_read(py->window, py->options.budget, n_past, mkv::has_pyramid_layers(py->allocation));
     if (read < 0)
       throw py::value_error("Session.compress: press '" + name + "' scores with every query of the sequence, which a "
                             "session does not keep; create the session with this press to use it");
@@ -1084,15 +1088,15 @@ struct PySession {
     std::unique_ptr<mkv::Press> p = Model::make_press(config, py);
     const mkv::MomentConfig wanted = p->moment_config();
     const mkv::MomentConfig& held = session->cache().moment_config();
-    const bool copy = !momentkv_python::same_moments(held, wanted);
-    if (copy && !momentkv_python::evicted_nothing(session->cache(), session->n_past()))
+    const bool copy = !mkv::same_moments(held, wanted);
+    if (copy && !mkv::evicted_nothing(session->cache(), session->n_past()))
       throw py::value_error("Session.compress: press '" + name + "' needs a cache that tracks " +
-                            momentkv_python::describe_moments(wanted) + "; this one tracks " +
-                            momentkv_python::describe_moments(held) + " and has already evicted tokens: compress it "
+                            mkv::describe_moments(wanted) + "; this one tracks " +
+                            mkv::describe_moments(held) + " and has already evicted tokens: compress it "
                             "with a press that tracks the same, or reset() and prefill again");
-    const mkv::PressGeometry geometry = momentkv_python::press_geometry(model.transformer->config());
+    const mkv::PressGeometry geometry = model.transformer->config().press_geometry();
     mutate(0, "compress", [&] {
-      if (copy) session->cache() = momentkv_python::with_moments(session->cache(), wanted);
+      if (copy) session->cache() = mkv::with_moments(session->cache(), wanted);
       p->reset(geometry);  // a Python press's reset() runs here
       queries.replay(*p, session->cache());
       session->compress_with(*p);
@@ -1220,12 +1224,12 @@ int32_t layer_budget(const py::int_& budget) {
 
 py::list press_catalog() {
   py::list out;
-  for (const mkv::PressInfo& p : mkv::press_catalog()) {
+  for (const mkv::PressDef& p : mkv::press_catalog()) {
     py::list params;
-    for (const mkv::PressParamInfo& q : p.params) {
+    for (const mkv::PressParam& q : p.params) {
       py::dict d;
       d["key"] = q.key;
-      d["default"] = q.default_value;
+      d["default"] = q.fallback;
       d["help"] = q.help;
       params.append(d);
     }

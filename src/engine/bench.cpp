@@ -100,7 +100,7 @@ BenchResult run_bench(Transformer& model, const ModelFootprint& footprint, const
     return t;
   };
 
-  const std::unique_ptr<Press> press = config.press.is_full() ? nullptr : config.press.make();
+  const std::unique_ptr<Press> press = config.press.make_or_null();
   const bool nc_ab = config.nc_ab && press && press->nc() && test.n_gen > 0;
   const bool depth0_ab = config.depth0_ab && test.depth > 0 && test.n_gen > 0;
   const int per_pass = test.n_prompt + test.n_gen;

@@ -21,10 +21,7 @@ Session::Session(Transformer& model, SessionOptions options)
   reset();
 }
 
-PressGeometry Session::geometry() const {
-  const ModelConfig& c = model_.config();
-  return {c.n_layers, c.n_heads, c.n_kv_heads, c.head_dim_k, c.head_dim_v, c.attention_scale()};
-}
+PressGeometry Session::geometry() const { return model_.config().press_geometry(); }
 
 void Session::reset() {
   cache_.clear();

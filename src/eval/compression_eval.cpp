@@ -25,7 +25,7 @@ std::vector<Setting> expand_settings(const CompressionEvalConfig& config, const 
   if (config.nc != NcMode::On) nc_values.push_back(false);
   for (const PressConfig& press : config.presses) {
     require_compressing(press);
-    MKV_CHECK(!press.budget(), "press '{}': give budgets with --budgets, not in the spec", press.as_given());
+    press.require_budget_from_list();
     const bool fixed_nc = press.given("nc");
     for (bool nc : nc_values) {
       if (fixed_nc && nc != nc_values.front()) continue;  // the spec decides; run it once
@@ -59,8 +59,7 @@ std::vector<CompressionEvalRow> run_compression_eval(Transformer& model,
   const int P = config.prompt_tokens, C = config.continuation_tokens, n_vocab = mc.n_vocab;
   MKV_CHECK(P > 0 && C > 0, "prompt and continuation lengths must be positive ({} and {})", P, C);
   MKV_CHECK(!windows.empty(), "no text windows to evaluate (is the text long enough for {} tokens?)", P + C + 1);
-  const PressGeometry geometry{mc.n_layers, mc.n_heads, mc.n_kv_heads, mc.head_dim_k, mc.head_dim_v,
-                               mc.attention_scale()};
+  const PressGeometry geometry = mc.press_geometry();
   const std::vector<Setting> settings = expand_settings(config, geometry);
 
   std::vector<CompressionEvalRow> rows(settings.size());

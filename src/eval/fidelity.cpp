@@ -221,9 +221,8 @@ std::vector<FidelityRow> run_fidelity(Transformer& model, const std::vector<std:
   std::vector<PressConfig> row_presses;  // (rows) the press each row runs, NC off
   for (const PressConfig& press : config.presses) {
     require_compressing(press);
-    MKV_CHECK(!press.budget() && !press.given("nc"),
-              "press '{}': give budgets with --budgets and leave nc= out (both settings are measured)",
-              press.as_given());
+    press.require_budget_from_list();
+    MKV_CHECK(!press.given("nc"), "press '{}': leave nc= out (fidelity measures both settings)", press.as_given());
     for (int32_t budget : config.budgets) {
       FidelityRow row;
       row.name = press.as_given();

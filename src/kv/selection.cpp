@@ -59,6 +59,12 @@ int resolve_window(int window, int32_t budget) {
   return window == Protection::kAutoWindow ? observation_window(budget) : window;
 }
 
+int window_read(int window, const Budget& budget, int32_t n_past, bool pyramid) {
+  if (window != Protection::kAutoWindow) return window;
+  const int64_t most_layer_budget = (pyramid ? 2 : 1) * int64_t(std::max<int32_t>(budget.resolve(n_past), 1));
+  return observation_window(int32_t(std::min<int64_t>(most_layer_budget, INT32_MAX)));
+}
+
 Protection clamp_protection(const Protection& protection, int32_t budget) {
   Protection p;
   p.sinks = std::min<int32_t>(protection.sinks, std::max<int32_t>(budget, 0));

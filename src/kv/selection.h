@@ -14,6 +14,10 @@ namespace mkv {
 
 // Either L tokens per KV head or kvpress's compression ratio (fraction removed).
 struct Budget {
+  // The one range of budgets (PressConfig::budget_from_flags checks it, the catalogue lists it).
+  static constexpr int32_t kMaxTokens = 1'000'000'000;
+  static constexpr double kMaxRatio = 0.999999;  // ratios are in [0, 1): at most this
+
   int32_t tokens = 0;  // L > 0; 0 when `ratio` is used
   double ratio = 0.0;  // in [0, 1): a sequence of T tokens keeps int(T·(1 − ratio))
 
@@ -46,6 +50,11 @@ int window_capacity(int window);
 // `window` at budget L: itself, or observation_window(L) for kAutoWindow. The scorers observe this
 // many queries; clamp_protection may protect fewer rows.
 int resolve_window(int window, int32_t budget);
+
+// The most queries window `window` (>= 1, or Protection::kAutoWindow) reads under `budget` with
+// n_past tokens: window=auto follows the layer's budget, which is L, or at most 2L with pyramid
+// layer budgets (its first layers take what the deeper ones give up).
+int window_read(int window, const Budget& budget, int32_t n_past, bool pyramid);
 
 // Protection clamped to a budget L: sinks ≤ L, window (resolved) ≤ (L − sinks)/2 (a small budget
 // shrinks the protected window, never the budget, and leaves at least half of it to the scores).

@@ -60,4 +60,8 @@ ModelConfig ModelConfig::from_gguf(const GgufFile& file) {
   return c;
 }
 
+PressGeometry ModelConfig::press_geometry() const {
+  return {n_layers, n_heads, n_kv_heads, head_dim_k, head_dim_v, attention_scale()};
+}
+
 }  // namespace mkv

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 
+#include "kv/press.h"
 #include "ops/rope.h"
 
 namespace mkv {
@@ -31,6 +32,8 @@ struct ModelConfig {
   bool qk_norm = false;    // qwen3
 
   float attention_scale() const;  // 1/sqrt(head_dim_k)
+  // The shape a press needs (layers, heads, head sizes, the softmax scale): the one place it is built.
+  PressGeometry press_geometry() const;
 
   // Reads and validates the {arch}.* keys; n_vocab from the token_embd tensor.
   static ModelConfig from_gguf(const GgufFile& file);

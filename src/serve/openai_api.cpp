@@ -219,8 +219,7 @@ CompletionRequest parse_completion_request(const std::string& body, bool chat, u
   return r;
 }
 
-PressConfig request_press(const CompletionRequest& request, const PressConfig& server_press,
-                          const std::optional<Budget>& server_budget) {
+PressConfig request_press(const CompletionRequest& request, const PressConfig& server_press) {
   const std::string budget_field = request.kv_budget ? "kv_budget" : "kv_compression_ratio";
   std::optional<Budget> budget;
   try {
@@ -230,26 +229,28 @@ PressConfig request_press(const CompletionRequest& request, const PressConfig& s
     bad(budget_field, e.what());
   }
   // The press: the request's, else the server's; the budget: the request's, else the spec's, else
-  // the server's budget flags.
-  PressConfig press;
-  try {
-    press = PressConfig::parse(request.kv_press ? *request.kv_press : server_press.as_given());
-  } catch (const MkvError& e) {
-    bad("kv_press", e.what());
+  // the server press's.
+  PressConfig press = server_press;
+  if (request.kv_press) {
+    try {
+      press = PressConfig::parse(*request.kv_press);
+    } catch (const MkvError& e) {
+      bad("kv_press", e.what());
+    }
   }
   if (budget) {
     if (press.is_full()) bad(budget_field, fmt::format("{} needs a compressing press: give kv_press too (the {} press is 'full')",
                                                        budget_field, request.kv_press ? "requested" : "server's"));
-    if (press.budget()) bad(budget_field, fmt::format("kv_press '{}' carries its own budget; give {} or the spec's budget, not both",
-                                                      *request.kv_press, budget_field));
-    return press.with_budget(*budget);
+    if (request.kv_press && press.budget())
+      bad(budget_field, fmt::format("kv_press '{}' carries its own budget; give {} or the spec's budget, not both",
+                                    *request.kv_press, budget_field));
+    return press.without_budget().with_budget(*budget);
   }
-  if (!request.kv_press) return server_press;
   if (!press.budget() && !press.is_full()) {
-    if (!server_budget)
+    if (!server_press.budget())
       bad("kv_press", fmt::format("press '{}' needs a budget: give kv_budget or kv_compression_ratio (or budget= in kv_press)",
                                   press.name()));
-    press = press.with_budget(*server_budget);
+    press = press.with_budget(*server_press.budget());
   }
   return press;
 }

@@ -72,10 +72,9 @@ struct CompletionRequest {
 CompletionRequest parse_completion_request(const std::string& body, bool chat, uint64_t random_seed, int n_vocab);
 
 // The request's press: its kv_press spec (else the server's), with its kv_budget /
-// kv_compression_ratio (else the server's budget flags, unless the spec carries a budget).
-// ApiError 400 naming kv_press / kv_budget / kv_compression_ratio when invalid.
-PressConfig request_press(const CompletionRequest& request, const PressConfig& server_press,
-                          const std::optional<Budget>& server_budget);
+// kv_compression_ratio (else the spec's budget, else the server press's budget). ApiError 400
+// naming kv_press / kv_budget / kv_compression_ratio when invalid.
+PressConfig request_press(const CompletionRequest& request, const PressConfig& server_press);
 
 // One reply token's log-probability under the model (the log-softmax of its logits at temperature
 // 1, before any sampler truncation), with the most probable tokens at that step.

@@ -274,8 +274,8 @@ struct Server::State {
                                                          : prompt;
     }
     const ModelConfig& c = model.config();
-    const PressGeometry g{c.n_layers, c.n_heads, c.n_kv_heads, c.head_dim_k, c.head_dim_v, c.attention_scale()};
-    const int64_t moments = press ? int64_t(c.n_layers) * c.n_kv_heads * press->moment_numbers_per_head(g) * 4 : 0;
+    const int64_t moments =
+        press ? int64_t(c.n_layers) * c.n_kv_heads * press->moment_numbers_per_head(c.press_geometry()) * 4 : 0;
     KvNeed need;
     need.steady = std::size_t(empty_cache.uncompressed_bytes(steady_rows) + moments);
     if (prefill_rows > steady_rows)
@@ -395,7 +395,7 @@ struct Server::State {
     const bool chat = api == Api::Chat;
     CompletionRequest r = parse_completion_request(body, chat, std::random_device{}(), tokenizer.n_vocab());
     r.native = api == Api::Native;
-    const PressConfig press = request_press(r, options.press, options.budget);
+    const PressConfig press = request_press(r, options.press);
     auto sampler = std::make_shared<Sampler>([&] {
       try {
         return Sampler(r.sampling);
@@ -407,7 +407,7 @@ struct Server::State {
     const int64_t created = unix_seconds();
     const std::string model_name = r.model.empty() ? options.model_name : r.model;
     const std::vector<int32_t> tokens = prompt_tokens(r);
-    const std::shared_ptr<Press> press_object(press.is_full() ? nullptr : press.make().release());
+    const std::shared_ptr<Press> press_object(press.make_or_null().release());
     const KvNeed need = kv_need(r, press_object.get(), press, int64_t(tokens.size()));
     const std::size_t peak = need.steady + need.prefill;
     // Checked while the request waits for memory or a slot, before its generation starts and after

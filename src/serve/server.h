@@ -46,8 +46,8 @@ struct ServerOptions {
   std::size_t max_body_bytes = 8 << 20; // larger request bodies get 413
   std::string model_name = "model";     // /v1/models id and the responses' "model"
   std::string chat_template;            // override of the model's template (llama3 | chatml | qwen3)
-  PressConfig press;                    // the default compression (--press with its budget)
-  std::optional<Budget> budget;         // the --kv-budget / --compression-ratio flags, for request presses without one
+  PressConfig press;                    // the default compression (--press with its budget, which
+                                        // request presses without one take)
   SessionOptions session;               // how requests' sessions run (n_ctx 0: the model's; the press is the request's)
   int parallel = 1;                     // slots (-np): requests generating at once, at most the model's batch limit
   std::size_t kv_memory_bytes = 0;      // --kv-memory: cap on the KV bytes all requests reserve (0 = none)

@@ -236,7 +236,7 @@ std::vector<PressConfig> parse_presses(JsonFields& f) {
   for (std::size_t i = 0; i < specs.size(); ++i) {
     const std::string where = fmt::format("{}[{}]", f.where("presses"), i);
     PressConfig press = located(where, [&] { return PressConfig::parse(specs[i]); });
-    MKV_CHECK(!press.budget(), "{}: '{}' carries a budget; give budgets in \"budgets\", not in the press", where, specs[i]);
+    located(where, [&] { press.require_budget_from_list("\"budgets\""); });
     MKV_CHECK(seen.insert(press.spec()).second, "{}: '{}' is listed twice", where, specs[i]);
     presses.push_back(std::move(press));
   }

@@ -7,6 +7,7 @@
 #include <random>
 
 #include "kv/press_config.h"
+#include "kv/presses/nc_press.h"
 #include "kv/presses/scorer_press.h"
 #include "kv/presses/snapkv.h"
 #include "kv/reference.h"
@@ -79,7 +80,10 @@ class EveryPress : public ::testing::TestWithParam<PressCase> {};
 TEST_P(EveryPress, KeepsExactlyTheTopScoresWithSinksAndWindow) {
   const PressCase c = GetParam();
   PressRun run(c.spec + (c.spec.find(':') == std::string::npos ? ":" : ",") + "budget=" + std::to_string(c.budget));
-  auto& press = dynamic_cast<ScorerPress&>(*run.press);
+  // The ScorerPress inside the NC wrapper, when the spec turns NC on.
+  auto* nc = dynamic_cast<NcPress*>(run.press.get());
+  auto& press = dynamic_cast<ScorerPress&>(nc ? nc->inner() : *run.press);
+  const Allocation allocation = PressConfig::parse(c.spec).allocation();
   run.prefill();
   // Expected rows per layer/head from the scores of the uncompressed cache (one round).
   HeadScores scores;  // (layers × heads, rows)
@@ -94,7 +98,7 @@ TEST_P(EveryPress, KeepsExactlyTheTopScoresWithSinksAndWindow) {
   for (int layer = 0, i = 0; layer < kGeometry.n_layers; ++layer)
     for (int h = 0; h < kGeometry.n_kv_heads; ++h, ++i) {
       // Protection is clamped to the layer's budget (PyramidKV: its layer budget).
-      const bool pyramid = press.options().allocation == Allocation::Pyramid;
+      const bool pyramid = allocation == Allocation::Pyramid;
       const Protection p = clamp_protection(press.options().protection, pyramid ? finals[i] : c.budget);
       expected.push_back(reference_positions(scores[i], run.positions(layer, h), finals[i], p));
       protections.push_back(p);
@@ -107,7 +111,7 @@ TEST_P(EveryPress, KeepsExactlyTheTopScoresWithSinksAndWindow) {
       EXPECT_EQ(got, expected[i]) << c.spec << " layer " << layer << " head " << h;
       const Protection& p = protections[i];
       for (int s = 0; s < p.sinks; ++s) EXPECT_EQ(got[s], s);  // sinks kept
-      if (c.budget < kPrompt && press.options().allocation == Allocation::Uniform) {
+      if (c.budget < kPrompt && allocation == Allocation::Uniform) {
         EXPECT_EQ(int32_t(got.size()), c.budget);
       }
       // The window's newest row is kept (a PyramidKV layer budget of 1 keeps its sink instead).
@@ -119,7 +123,7 @@ TEST_P(EveryPress, KeepsExactlyTheTopScoresWithSinksAndWindow) {
         EXPECT_EQ(run.cache.head(layer, h).moments->count(), kPrompt - int64_t(got.size()));
       }
     }
-  const Allocation alloc = press.options().allocation;
+  const Allocation alloc = allocation;
   if ((alloc == Allocation::Adaptive || alloc == Allocation::Global) && c.budget < kPrompt) {
     EXPECT_EQ(kept, int64_t(c.budget) * kGeometry.n_layers * kGeometry.n_kv_heads);
   }

@@ -97,7 +97,7 @@ TEST(SweepSpec, MistakesAreErrorsNamingTheFileAndTheField) {
       {[](json& j) { j["benchmark"]["lenght"] = 5; }, "benchmark.lenght: unknown field"},
       {[](json& j) { j["presses"] = {"snapkv", "nosuchpress"}; }, "presses[1]: "},
       {[](json& j) { j["presses"] = {"snapkv:window=-1"}; }, "presses[0]: "},
-      {[](json& j) { j["presses"] = {"snapkv:budget=64"}; }, "presses[0]: 'snapkv:budget=64' carries a budget"},
+      {[](json& j) { j["presses"] = {"snapkv:budget=64"}; }, "presses[0]: press 'snapkv' carries a budget"},
       {[](json& j) { j["presses"] = {"snapkv", "snapkv"}; }, "presses[1]: 'snapkv' is listed twice"},
       {[](json& j) { j["presses"] = json::array(); }, "presses: give at least one press"},
       {[](json& j) { j.erase("presses"); }, "presses: required"},

@@ -26,7 +26,7 @@ std::vector<PressSetting> expand_press_settings(const std::vector<PressConfig>& 
       out.push_back({press, spec, 0, "full"});
       continue;
     }
-    MKV_CHECK(!press.budget(), "--press '{}': give budgets with --budgets, not in the spec", spec);
+    press.require_budget_from_list();
     std::string tag = spec;
     std::replace_if(tag.begin(), tag.end(), [](char c) { return !(std::isalnum(uint8_t(c)) || c == '_' || c == '-' || c == '.'); }, '_');
     for (int32_t b : budgets) out.push_back({press.with_budget(Budget{b, 0.0}), spec, b, tag + "_L" + std::to_string(b)});
@@ -36,7 +36,7 @@ std::vector<PressSetting> expand_press_settings(const std::vector<PressConfig>& 
 
 mkv::GenerationResult generate_greedy(Transformer& model, const Tokenizer& tokenizer, const PressSetting& setting,
                                       const GenerationRequest& request, const SessionOptions& options) {
-  const std::unique_ptr<Press> press = setting.press.is_full() ? nullptr : setting.press.make();
+  const std::unique_ptr<Press> press = setting.press.make_or_null();
   SessionOptions so = options;
   so.ubatch = std::min(options.ubatch > 0 ? options.ubatch : model.max_batch(), model.max_batch());
   so.press = press.get();

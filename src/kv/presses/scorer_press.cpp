@@ -3,16 +3,39 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "kv/press_config.h"
+#include "kv/presses/nc_press.h"
 
 namespace mkv {
 
-ScorerPress::ScorerPress(std::unique_ptr<Scorer> scorer, const ScorerPressOptions& options)
-    : scorer_(std::move(scorer)),
-      options_(options),
-      allocation_(make_allocation(options.allocation, options.beta, options.safeguard)) {
-  MKV_ASSERT(scorer_ != nullptr);
-  MKV_ASSERT(options.rounds >= 1 && options.moments.groups >= 1);
-  MKV_ASSERT(options.budget.tokens > 0 || (options.budget.ratio >= 0.0 && options.budget.ratio < 1.0));
+ScorerPress::ScorerPress(std::unique_ptr<Scorer> scorer, std::unique_ptr<BudgetAllocation> allocation,
+                         const ScorerPressOptions& options)
+    : scorer_(std::move(scorer)), options_(options), allocation_(std::move(allocation)) {
+  MKV_ASSERT(scorer_ != nullptr && allocation_ != nullptr);
+}
+
+ScorerPressOptions scorer_press_options(const PressConfig& c, const Budget& budget) {
+  ScorerPressOptions o;
+  o.budget = budget;
+  o.protection.sinks = int(c.integer("sinks"));
+  o.protection.window = c.window();
+  o.rounds = c.has("rounds") ? int(c.integer("rounds")) : 1;
+  o.decode_slack = int(c.integer("decode_slack"));
+  o.moments.groups = int(c.integer("groups"));
+  o.moments.clip = c.flag("clip");
+  o.moments.comoment = !c.flag("means_only");
+  return o;
+}
+
+std::unique_ptr<Press> make_scorer_press(const PressConfig& c) {
+  MKV_ASSERT(c.def().is_scorer() && c.budget());
+  // Pyramid and adaptive allocations read beta and safeguard when the press takes them.
+  const double beta = c.has("beta") ? c.real("beta") : 20.0;
+  const double safeguard = c.has("safeguard") ? c.real("safeguard") : 0.2;
+  std::unique_ptr<Press> press = std::make_unique<ScorerPress>(
+      c.def().scorer(c), make_allocation(c.allocation(), beta, safeguard), scorer_press_options(c, *c.budget()));
+  if (c.flag("nc")) press = std::make_unique<NcPress>(std::move(press));
+  return press;
 }
 
 void ScorerPress::reset(const PressGeometry& geometry) {
@@ -28,7 +51,7 @@ void ScorerPress::observe(int layer, int n_tokens, const float* q, const int32_t
 
 MomentConfig ScorerPress::moment_config() const {
   MomentConfig config = options_.moments;
-  config.track = options_.nc || scorer_->needs_moments();
+  config.track = scorer_->needs_moments();
   return config;
 }
 

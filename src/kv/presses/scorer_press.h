@@ -1,12 +1,14 @@
 // ScorerPress: the composable core of every scoring method (kvpress's ScorerPress + wrappers).
 // A Scorer only produces scores[kv_head][token] for a layer; ScorerPress turns them into kept
 // tokens through selection.h, with
-//   - a BudgetAllocation (allocation.h): uniform (L per head), pyramid (PyramidKV layer budgets),
-//     adaptive (Ada-KV per-head budgets inside a layer, safeguard a);
+//   - a BudgetAllocation (allocation.h), given to it: uniform (L per head), pyramid (PyramidKV
+//     layer budgets), adaptive (Ada-KV per-head budgets inside a layer, safeguard a), global;
 //   - rounds: T rounds each evicting an equal share of what remains to evict, scores recomputed
 //     between rounds (so moment-aware scorers see the moments grow; docs/METHODS.md §4);
 //   - decode_slack S ≥ 0: after a decode step, compress a layer again once it exceeds L + S;
-//   - nc and the moment configuration (any selection × NC on/off).
+//   - the moment configuration of the cache (tracked when the scorer reads moments).
+// NC is a wrapper around any press (NcPress, nc_press.h). make_scorer_press composes all of them
+// from a PressConfig, so that a new scorer gets every wrapper without code of its own.
 #pragma once
 
 #include <memory>
@@ -38,31 +40,30 @@ class Scorer {
   PressGeometry geometry_;
 };
 
+// The budget (validated where it was given: PressConfig) and the wrappers' settings.
 struct ScorerPressOptions {
   Budget budget;
   Protection protection;                   // sinks and window always kept
-  Allocation allocation = Allocation::Uniform;
-  double beta = 20.0;                      // pyramid: min layer budget = B/β
-  double safeguard = 0.2;                  // adaptive: a
-  int rounds = 1;                          // T
+  int rounds = 1;                          // T >= 1
   int decode_slack = -1;                   // S; < 0: no decode-time eviction
-  bool nc = false;                         // normalisation-corrected attention
   MomentConfig moments;                    // groups / comoment / clip; .track is derived
 };
 
 class ScorerPress : public Press {
  public:
-  ScorerPress(std::unique_ptr<Scorer> scorer, const ScorerPressOptions& options);
+  ScorerPress(std::unique_ptr<Scorer> scorer, std::unique_ptr<BudgetAllocation> allocation,
+              const ScorerPressOptions& options);
 
   void reset(const PressGeometry& geometry) override;
   void observe(int layer, int n_tokens, const float* q, const int32_t* positions,
                const KvCache& cache) override;
   void compress(KvCache& cache, CompressReason reason) override;
+  // The moments the cache keeps (tracked when the scorer reads them; NcPress tracks them always).
   MomentConfig moment_config() const override;
-  bool nc() const override { return options_.nc; }
 
   Scorer& scorer() { return *scorer_; }
   const ScorerPressOptions& options() const { return options_; }
+  const BudgetAllocation& allocation() const { return *allocation_; }
 
   // The scores a compression round of `layer` ranks, as the cache stands (the scorer told the
   // layer's budget first).
@@ -87,9 +88,19 @@ class ScorerPress : public Press {
 
   std::unique_ptr<Scorer> scorer_;
   ScorerPressOptions options_;
-  std::unique_ptr<BudgetAllocation> allocation_;  // from options_.allocation
+  std::unique_ptr<BudgetAllocation> allocation_;
   PressGeometry geometry_;
   HeadScores scores_;  // (n_kv_heads, head length) scratch of the layer being compressed
 };
+
+class PressConfig;
+
+// The scorer press of a validated config: its scorer (PressDef::scorer) in a ScorerPress with the
+// config's protection, budget, rounds, decode slack, moments and allocation, inside NcPress when
+// nc=1. The config must be a scorer press's, with a budget.
+std::unique_ptr<Press> make_scorer_press(const PressConfig& config);
+
+// The wrappers' settings of a scorer press's config (its budget: `budget`).
+ScorerPressOptions scorer_press_options(const PressConfig& config, const Budget& budget);
 
 }  // namespace mkv

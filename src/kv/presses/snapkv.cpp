@@ -3,7 +3,9 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "kv/press_config.h"
 #include "kv/presses/attention_scores.h"
+#include "kv/presses/press_params.h"
 
 namespace mkv {
 
@@ -74,4 +76,24 @@ void SnapKVScorer::score(const KvCache& cache, int layer, HeadScores& scores) {
   }
 }
 
+int kernel_of(const PressConfig& c) { return c.is_auto("kernel") ? SnapKVScorer::kAutoKernel : int(c.integer("kernel")); }
+
+std::unique_ptr<Scorer> make_snapkv_scorer(const PressConfig& c) {
+  return std::make_unique<SnapKVScorer>(c.window(), kernel_of(c));
+}
+
+namespace {
+
+const PressRegistration kRegistration{PressDef{
+    .name = "snapkv",
+    .python_class = "SnapKV",
+    .summary = "SnapKV: observation-window attention, max-pooled",
+    .order = 30,
+    .params = {press_params::window(), press_params::kernel(), press_params::sinks()},
+    .scorer = make_snapkv_scorer,
+    .queries = [](const PressConfig&) { return QueryUse::Window; },
+    .adaptive_scorer = true,
+}};
+
+}  // namespace
 }  // namespace mkv

@@ -15,6 +15,7 @@
 // Spec: snapkv:window=auto,kernel=auto,sinks=4,nc=0 (+ budget, decode_slack, groups, clip, means_only).
 #pragma once
 
+#include <memory>
 #include <vector>
 
 #include "kv/presses/observation_window.h"
@@ -43,5 +44,12 @@ class SnapKVScorer : public Scorer {
   int layer_window_, layer_kernel_;  // the window and kernel of the layer being scored
   ObservationWindow observed_;
 };
+
+class PressConfig;
+
+// The SnapKV scorer of a validated config with window= and kernel= (snapkv, pyramidkv, adakv).
+std::unique_ptr<Scorer> make_snapkv_scorer(const PressConfig& config);
+// kernel= of a validated config: an odd integer, or SnapKVScorer::kAutoKernel.
+int kernel_of(const PressConfig& config);
 
 }  // namespace mkv
