@@ -1,4 +1,4 @@
-#include "eval/ruler_eval.h"
+#include "eval/ruler/ruler_eval.h"
 
 #include <fmt/format.h>
 
