@@ -12,7 +12,7 @@
 #include "core/int_list.h"
 #include "core/text_file.h"
 #include "eval/longbench/longbench_eval.h"
-#include "eval/ruler_eval.h"
+#include "eval/ruler/ruler_eval.h"
 
 namespace mkv::cli {
 namespace {

@@ -12,8 +12,8 @@
 #include "core/error.h"
 #include "core/text_file.h"
 #include "engine/generation.h"
-#include "model/chat_template.h"
-#include "model/sampler.h"
+#include "text/chat_template.h"
+#include "text/sampler.h"
 
 namespace mkv::cli {
 namespace {

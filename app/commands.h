@@ -12,8 +12,8 @@
 #include "kv/kv_cache.h"
 #include "kv/press_config.h"
 #include "engine/session.h"
-#include "model/tokenizer.h"
 #include "model/transformer.h"
+#include "text/tokenizer.h"
 
 namespace mkv::cli {
 

@@ -15,8 +15,8 @@
 #include "fuzz/fuzz_input.h"
 #include "gguf/gguf_file.h"
 #include "kv/press_config.h"
-#include "model/tokenizer.h"
 #include "model/transformer.h"
+#include "text/tokenizer.h"
 
 namespace {
 

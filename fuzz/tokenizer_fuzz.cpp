@@ -27,7 +27,7 @@
 #include "fuzz/fuzz_assets.h"
 #include "fuzz/fuzz_input.h"
 #include "gguf/gguf_file.h"
-#include "model/tokenizer.h"
+#include "text/tokenizer.h"
 
 namespace {
 

@@ -77,13 +77,13 @@
 #include "kv/presses/observation_window.h"
 #include "kv/presses/scorer_press.h"
 #include "kv/presses/snapkv.h"
-#include "model/chat_template.h"
 #include "model/model_config.h"
-#include "model/sampler.h"
-#include "model/tokenizer.h"
 #include "model/transformer.h"
-#include "model/vocab.h"
 #include "ops/matmul_int8.h"
+#include "text/chat_template.h"
+#include "text/sampler.h"
+#include "text/tokenizer.h"
+#include "text/vocab.h"
 
 namespace py = pybind11;
 

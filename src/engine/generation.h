@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "engine/session.h"
-#include "model/tokenizer.h"
+#include "text/tokenizer.h"
 
 namespace mkv {
 

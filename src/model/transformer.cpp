@@ -42,7 +42,7 @@ void add_rows(float* rows, const float* add, int n, int width) {
 
 // y = w x over n rows; with row_invariant, in products of at most row_invariant_tokens(w) rows,
 // so that each row gets what it would get alone (forward_decode_batch; asserted bit for bit by
-// tests/engine/test_batched_decode.cpp).
+// tests/engine/batched_decode_test.cpp).
 void product(const WeightMatrix& w, const float* x, int64_t n, float* y, bool row_invariant) {
   if (!row_invariant) return matmul(w, x, n, y);
   const int64_t group = row_invariant_tokens(w);

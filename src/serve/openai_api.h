@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "kv/press_config.h"
-#include "model/chat_template.h"
-#include "model/sampler.h"
+#include "text/chat_template.h"
+#include "text/sampler.h"
 
 namespace mkv::serve {
 

@@ -27,8 +27,8 @@
 #include "engine/session.h"
 #include "kv/kv_cache.h"
 #include "kv/press_config.h"
-#include "model/tokenizer.h"
 #include "model/transformer.h"
+#include "text/tokenizer.h"
 
 namespace httplib {
 class Server;

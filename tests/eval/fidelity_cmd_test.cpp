@@ -12,11 +12,11 @@
 #include "eval/fidelity.h"
 #include "eval/held_out.h"
 #include "eval/longbench/longbench_eval.h"
-#include "eval/ruler_eval.h"
+#include "eval/ruler/ruler_eval.h"
 #include "gguf/gguf_file.h"
-#include "model/tokenizer.h"
-#include "model/vocab.h"
 #include "support/test_support.h"
+#include "text/tokenizer.h"
+#include "text/vocab.h"
 
 namespace mkv {
 namespace {

@@ -12,7 +12,7 @@
 #include "core/text_file.h"
 #include "eval/runner/eval_runner.h"
 #include "eval/metrics/longbench_metrics.h"
-#include "model/chat_template.h"
+#include "text/chat_template.h"
 
 namespace mkv::eval {
 namespace fs = std::filesystem;

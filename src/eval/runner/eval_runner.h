@@ -21,9 +21,9 @@
 
 #include "eval/results_store.h"
 #include "eval/runner/run_config.h"
-#include "model/chat_template.h"
-#include "model/tokenizer.h"
 #include "model/transformer.h"
+#include "text/chat_template.h"
+#include "text/tokenizer.h"
 
 namespace mkv::eval {
 

@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "model/tokenizer.h"
+#include "text/tokenizer.h"
 
 namespace mkv {
 namespace {

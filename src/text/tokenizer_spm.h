@@ -7,7 +7,7 @@
 
 #include <memory>
 
-#include "model/tokenizer.h"
+#include "text/tokenizer.h"
 
 namespace mkv {
 

@@ -9,10 +9,10 @@
 #include "core/error.h"
 #include "engine/generation.h"
 #include "gguf/gguf_file.h"
-#include "model/tokenizer.h"
 #include "model/transformer.h"
-#include "model/vocab.h"
 #include "support/test_support.h"
+#include "text/tokenizer.h"
+#include "text/vocab.h"
 
 namespace mkv {
 namespace {

@@ -1,4 +1,4 @@
-#include "model/byte_unicode.h"
+#include "text/byte_unicode.h"
 
 #include <array>
 

@@ -1,4 +1,4 @@
-#include "eval/ruler_eval.h"
+#include "eval/ruler/ruler_eval.h"
 
 #include <fmt/format.h>
 
@@ -13,7 +13,7 @@
 #include "eval/runner/eval_runner.h"
 #include "eval/metrics/ruler_metrics.h"
 #include "eval/ruler/ruler_generator.h"
-#include "model/chat_template.h"
+#include "text/chat_template.h"
 
 namespace mkv::eval {
 namespace fs = std::filesystem;

@@ -26,8 +26,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "model/pretokenizer.h"
-#include "model/tokenizer.h"
+#include "text/pretokenizer.h"
+#include "text/tokenizer.h"
 
 namespace mkv {
 

@@ -6,9 +6,9 @@
 
 #include "core/error.h"
 #include "gguf/gguf_file.h"
-#include "model/chat_template.h"
-#include "model/tokenizer_bpe.h"
 #include "support/test_support.h"
+#include "text/chat_template.h"
+#include "text/tokenizer_bpe.h"
 
 namespace mkv {
 namespace {

@@ -1,4 +1,4 @@
-#include "model/chat_template.h"
+#include "text/chat_template.h"
 
 #include "core/error.h"
 

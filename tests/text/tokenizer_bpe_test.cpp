@@ -11,10 +11,10 @@
 
 #include "core/error.h"
 #include "gguf/gguf_file.h"
-#include "model/byte_unicode.h"
-#include "model/pretokenizer.h"
-#include "model/tokenizer_bpe.h"
 #include "support/test_support.h"
+#include "text/byte_unicode.h"
+#include "text/pretokenizer.h"
+#include "text/tokenizer_bpe.h"
 
 namespace mkv {
 namespace {

@@ -5,7 +5,7 @@
 #include <random>
 
 #include "core/error.h"
-#include "model/sampler.h"
+#include "text/sampler.h"
 
 namespace mkv {
 namespace {

@@ -17,10 +17,10 @@
 #include "kv/press_config.h"
 #include "kv/selection.h"
 #include "gguf/gguf_file.h"
-#include "model/tokenizer.h"
 #include "model/transformer.h"
-#include "model/vocab.h"
 #include "support/test_support.h"
+#include "text/tokenizer.h"
+#include "text/vocab.h"
 
 namespace mkv {
 namespace {

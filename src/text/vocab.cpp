@@ -1,4 +1,4 @@
-#include "model/vocab.h"
+#include "text/vocab.h"
 
 #include <algorithm>
 #include <array>

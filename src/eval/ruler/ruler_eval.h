@@ -18,8 +18,8 @@
 #include "eval/runner/generation.h"
 #include "eval/runner/eval_runner.h"
 #include "eval/runner/run_config.h"
-#include "model/tokenizer.h"
 #include "model/transformer.h"
+#include "text/tokenizer.h"
 
 namespace mkv::eval {
 

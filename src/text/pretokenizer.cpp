@@ -1,4 +1,4 @@
-#include "model/pretokenizer.h"
+#include "text/pretokenizer.h"
 
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>

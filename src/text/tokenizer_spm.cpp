@@ -1,4 +1,4 @@
-#include "model/tokenizer_spm.h"
+#include "text/tokenizer_spm.h"
 
 #include <algorithm>
 #include <array>

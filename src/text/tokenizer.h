@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "model/vocab.h"
+#include "text/vocab.h"
 
 namespace mkv {
 

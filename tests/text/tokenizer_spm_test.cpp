@@ -5,8 +5,8 @@
 
 #include "core/error.h"
 #include "gguf/gguf_file.h"
-#include "model/tokenizer.h"
 #include "support/test_support.h"
+#include "text/tokenizer.h"
 
 namespace mkv {
 namespace {

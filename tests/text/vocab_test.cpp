@@ -7,9 +7,9 @@
 #include "core/error.h"
 #include "gguf/gguf_file.h"
 #include "gguf/gguf_writer.h"
-#include "model/tokenizer.h"
-#include "model/vocab.h"
 #include "support/test_support.h"
+#include "text/tokenizer.h"
+#include "text/vocab.h"
 
 namespace mkv {
 namespace {

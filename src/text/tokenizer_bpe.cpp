@@ -1,9 +1,9 @@
-#include "model/tokenizer_bpe.h"
+#include "text/tokenizer_bpe.h"
 
 #include <queue>
 
 #include "core/error.h"
-#include "model/byte_unicode.h"
+#include "text/byte_unicode.h"
 
 namespace mkv {
 namespace {

@@ -1,10 +1,10 @@
-#include "model/tokenizer.h"
+#include "text/tokenizer.h"
 
 #include <algorithm>
 
 #include "core/error.h"
-#include "model/tokenizer_bpe.h"
-#include "model/tokenizer_spm.h"
+#include "text/tokenizer_bpe.h"
+#include "text/tokenizer_spm.h"
 
 namespace mkv {
 namespace {
