@@ -1,11 +1,12 @@
 // Compressing a session's cache later, with a press that did not watch the sequence go by
-// (momentkv.Session.compress; "compress once, ask many"). A press scores with what it observed during the forward passes;
-// a session therefore keeps the last `window` post-RoPE queries of every layer (QueryRecorder)
-// and replays them into the new press before its compression step, which then sees exactly what
-// it would have seen attached from the start: the observation-window presses (snapkv, pyramidkv,
-// adakv, momentkv, presses written in Python) keep the same rows either way. How many queries a
-// press needs is the press's to say (PressConfig::queries_read, from its catalogue entry); a press
-// that reads every query of the sequence (h2o) cannot be replayed from a window (-1).
+// (momentkv.Session.compress; "compress once, ask many"). A press scores with what it observed
+// during the forward passes; a session therefore keeps the last `window` post-RoPE queries of every
+// layer (QueryRecorder) and replays them into the new press before its compression step, which then
+// sees exactly what it would have seen attached from the start: the observation-window presses
+// (snapkv, pyramidkv, adakv, momentkv, presses written in Python) keep the same rows either way.
+// How many queries a press needs is the press's to say (PressConfig::queries_read, from its
+// catalogue entry); a press that reads every query of the sequence (h2o) cannot be replayed from a
+// window (-1).
 //
 // The cache must track the moments the press asks for. A cache that has evicted nothing can be
 // copied into one that does (with_moments); one that has already evicted keeps its moments.
