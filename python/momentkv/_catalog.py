@@ -423,5 +423,123 @@ class KeyDiff(Press):
                          means_only=means_only)
 
 
+class Knorm(Press):
+    """key norm: the keys with the smallest L2 norm kept (query-agnostic)
+
+    Keyword arguments (None keeps the default):
+      sinks (default 4): first tokens always kept
+      alloc (default uniform): budget allocation (allocation.h)
+      safeguard (default 0.2): Ada-KV: share of each head's budget it keeps regardless of scores
+      beta (default 20): PyramidKV: smallest layer budget = (L − window)/beta
+      budget (no default): tokens kept per KV head, window included (default: --kv-budget)
+      ratio (no default): fraction of tokens removed (default: --compression-ratio)
+      decode_slack (default -1): evict again while decoding when a head exceeds budget + slack; -1 = never
+      nc (default 0): normalisation-corrected attention from the evicted tokens' moments
+      groups (default 1): moment groups per KV head (virtual slots; k-means on evicted keys)
+      clip (default 0): trust region: |τCq| at most the RMS spread of the evicted values
+      means_only (default 0): moments store means only (no co-moment)
+    """
+
+    name = "knorm"
+    _kinds = {
+        "sinks": "int",
+        "alloc": "choice",
+        "safeguard": "real",
+        "beta": "real",
+        "budget": "int",
+        "ratio": "real",
+        "decode_slack": "int",
+        "nc": "bool",
+        "groups": "int",
+        "clip": "bool",
+        "means_only": "bool",
+    }
+
+    def __init__(self, *,
+                 sinks: int = None,
+                 alloc: str = None,
+                 safeguard: float = None,
+                 beta: float = None,
+                 budget: int = None,
+                 ratio: float = None,
+                 decode_slack: int = None,
+                 nc: bool = None,
+                 groups: int = None,
+                 clip: bool = None,
+                 means_only: bool = None):
+        super().__init__(sinks=sinks,
+                         alloc=alloc,
+                         safeguard=safeguard,
+                         beta=beta,
+                         budget=budget,
+                         ratio=ratio,
+                         decode_slack=decode_slack,
+                         nc=nc,
+                         groups=groups,
+                         clip=clip,
+                         means_only=means_only)
+
+
+class TOVA(Press):
+    """TOVA: evict the rows the newest query attends to least, at every decode step
+
+    Keyword arguments (None keeps the default):
+      window (default 1): queries whose attention is averaged (and newest rows kept); 1 = the newest query, TOVA's
+      sinks (default 4): first tokens always kept
+      alloc (default uniform): budget allocation (allocation.h)
+      safeguard (default 0.2): Ada-KV: share of each head's budget it keeps regardless of scores
+      beta (default 20): PyramidKV: smallest layer budget = (L − window)/beta
+      budget (no default): tokens kept per KV head, window included (default: --kv-budget)
+      ratio (no default): fraction of tokens removed (default: --compression-ratio)
+      decode_slack (default -1): evict again while decoding when a head exceeds budget + slack; -1 = never
+      nc (default 0): normalisation-corrected attention from the evicted tokens' moments
+      groups (default 1): moment groups per KV head (virtual slots; k-means on evicted keys)
+      clip (default 0): trust region: |τCq| at most the RMS spread of the evicted values
+      means_only (default 0): moments store means only (no co-moment)
+    """
+
+    name = "tova"
+    _kinds = {
+        "window": "int_or_auto",
+        "sinks": "int",
+        "alloc": "choice",
+        "safeguard": "real",
+        "beta": "real",
+        "budget": "int",
+        "ratio": "real",
+        "decode_slack": "int",
+        "nc": "bool",
+        "groups": "int",
+        "clip": "bool",
+        "means_only": "bool",
+    }
+
+    def __init__(self, *,
+                 window: "int | str" = None,
+                 sinks: int = None,
+                 alloc: str = None,
+                 safeguard: float = None,
+                 beta: float = None,
+                 budget: int = None,
+                 ratio: float = None,
+                 decode_slack: int = None,
+                 nc: bool = None,
+                 groups: int = None,
+                 clip: bool = None,
+                 means_only: bool = None):
+        super().__init__(window=window,
+                         sinks=sinks,
+                         alloc=alloc,
+                         safeguard=safeguard,
+                         beta=beta,
+                         budget=budget,
+                         ratio=ratio,
+                         decode_slack=decode_slack,
+                         nc=nc,
+                         groups=groups,
+                         clip=clip,
+                         means_only=means_only)
+
+
 # Press name -> class (the engine's catalogue names).
-CLASSES = {c.name: c for c in (Full, StreamingLLM, H2O, SnapKV, PyramidKV, AdaKV, MomentKV, KeyDiff)}
+CLASSES = {c.name: c for c in (Full, StreamingLLM, H2O, SnapKV, PyramidKV, AdaKV, MomentKV, KeyDiff, Knorm, TOVA)}
