@@ -8,6 +8,7 @@
 // names the path (and what it was for, e.g. "-f", "--data").
 #pragma once
 
+#include <concepts>
 #include <cstdint>
 #include <filesystem>
 #include <string>
@@ -49,6 +50,11 @@ struct TextLine {
 // Splits `text` into lines (a missing final newline still ends the last line). The views point
 // into `text`.
 std::vector<TextLine> split_lines(std::string_view text);
+// Not of a temporary string: its lines would point into freed memory (a range-for over
+// split_lines(read_text_file(p)) destroys the text before the loop body runs).
+template <class Text>
+  requires std::same_as<Text, std::string>
+std::vector<TextLine> split_lines(Text&& text) = delete;
 
 // True when a line holds only spaces, tabs and '\r'.
 bool is_blank(std::string_view line);

@@ -58,7 +58,8 @@ void check_logs_folder(const fs::path& logs, const std::string& where) {
 // Non-blank lines of a RULER jsonl file: its sample count.
 int64_t count_samples(const fs::path& file) {
   int64_t n = 0;
-  for (const TextLine& line : split_lines(read_text_file(file, "benchmark.data")))
+  const std::string text = read_text_file(file, "benchmark.data");
+  for (const TextLine& line : split_lines(text))
     n += !is_blank(line.text);
   return n;
 }

@@ -124,7 +124,8 @@ std::set<std::string> submitted_jobs(const SweepSpec& spec) {
   std::set<std::string> jobs;
   const fs::path path = submissions_file(spec);
   if (!fs::exists(path)) return jobs;
-  for (const TextLine& line : split_lines(read_text_file(path, "submissions"))) {
+  const std::string text = read_text_file(path, "submissions");
+  for (const TextLine& line : split_lines(text)) {
     if (is_blank(line.text)) continue;
     try {
       const json row = json::parse(line.text);

@@ -7,6 +7,7 @@
 #include <regex>
 
 #include "core/error.h"
+#include "eval/metrics/ruler_metrics.h"
 #include "eval/report/result_records.h"
 #include "eval/report/score_report.h"
 #include "eval/report/svg_plot.h"
@@ -162,6 +163,55 @@ TEST(Report, MergesFoldersAndShards) {
   EXPECT_THROW(read_result_folder(dir / "missing"), MkvError);
   std::filesystem::create_directories(dir / "empty");
   EXPECT_THROW(read_result_folder(dir / "empty"), MkvError);
+}
+
+}  // namespace
+}  // namespace mkv::eval::report
+
+namespace mkv::eval::report {
+namespace {
+
+// A RULER shard folder as `eval ruler --shard` leaves it: run.json, summary.csv (rounded, as RULER
+// writes it) and pred/{task}.jsonl, with `hits` of the given indices answered right.
+void write_ruler_shard(const std::filesystem::path& dir, const std::vector<int64_t>& indices, int hits) {
+  std::filesystem::create_directories(dir / "pred");
+  std::ofstream(dir / "run.json") << R"({"model": "llama", "press": "snapkv", "budget": 64})";
+  std::vector<std::string> preds;
+  std::vector<std::vector<std::string>> refs;
+  std::ofstream rows(dir / "pred" / "niah_single_1.jsonl");
+  for (std::size_t i = 0; i < indices.size(); ++i) {
+    preds.push_back(int(i) < hits ? "the number is 1234" : "none");
+    refs.push_back({"1234"});
+    rows << nlohmann::json{{"index", indices[i]}, {"pred", preds.back()}, {"outputs", refs.back()}}.dump() << "\n";
+  }
+  const RulerTaskScore score = ruler_task_score("niah_single_1", preds, refs);
+  std::ofstream(dir / "summary.csv") << fmt::format("Tasks,niah_single_1\nScore,{:.2f}\nNulls,0/{}\n", score.score,
+                                                    score.n);
+}
+
+TEST(Report, RulerShardsMergeIntoTheUnshardedScoreExactly) {
+  const auto dir = test::temp_dir();
+  // 12 samples split 6/6 (index % 2): 2 and 3 right, 33.33 and 50.00 rounded; unsharded 5/12 = 41.67.
+  write_ruler_shard(dir / "shard0", {0, 2, 4, 6, 8, 10}, 2);
+  write_ruler_shard(dir / "shard1", {1, 3, 5, 7, 9, 11}, 3);
+  const auto merged = merge_result_folders({dir / "shard0", dir / "shard1"});
+  ASSERT_EQ(merged.size(), 1u);
+  EXPECT_EQ(merged[0].n, 12);
+  EXPECT_EQ(merged[0].score, 41.67);
+  EXPECT_EQ(fmt::format("{:.2f}", merged[0].score), "41.67");
+  // The n-weighted mean of the rounded shard scores is what a merge without predictions gives.
+  std::filesystem::remove_all(dir / "shard1" / "pred");
+  const auto weighted = merge_result_folders({dir / "shard0", dir / "shard1"});
+  EXPECT_EQ(fmt::format("{:.2f}", weighted[0].score), "41.66");
+  // A predictions file that disagrees with its summary, and overlapping shards, are refused.
+  write_ruler_shard(dir / "shard1", {1, 3, 5, 7, 9, 11}, 3);
+  std::ofstream(dir / "shard1" / "pred" / "niah_single_1.jsonl", std::ios::app)
+      << R"({"index": 13, "pred": "x", "outputs": ["1"]})" << "\n";
+  EXPECT_THROW(merge_result_folders({dir / "shard0", dir / "shard1"}), MkvError);
+  write_ruler_shard(dir / "shard1", {0, 3, 5, 7, 9, 11}, 3);
+  EXPECT_THROW(merge_result_folders({dir / "shard0", dir / "shard1"}), MkvError);
+  std::ofstream(dir / "shard1" / "pred" / "niah_single_1.jsonl") << "{\"index\": 1}\n";
+  EXPECT_THROW(merge_result_folders({dir / "shard0", dir / "shard1"}), MkvError);
 }
 
 }  // namespace

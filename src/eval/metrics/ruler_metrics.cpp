@@ -39,22 +39,36 @@ RulerMetric ruler_metric(std::string_view task) {
   return task.starts_with("qa") ? RulerMetric::string_match_part : RulerMetric::string_match_all;
 }
 
-RulerTaskScore ruler_task_score(std::string_view task, const std::vector<std::string>& predictions,
-                                const std::vector<std::vector<std::string>>& references) {
+RulerSampleScores ruler_sample_scores(std::string_view task, const std::vector<std::string>& predictions,
+                                      const std::vector<std::vector<std::string>>& references) {
   MKV_CHECK(predictions.size() == references.size(),
             "RULER task '{}': {} predictions but {} reference lists", task, predictions.size(), references.size());
-  MKV_CHECK(!predictions.empty(), "RULER task '{}' has no predictions to score", task);
   const RulerMetric metric = ruler_metric(task);
-  RulerTaskScore result;
-  result.n = static_cast<int>(predictions.size());
-  double total = 0.0;
+  RulerSampleScores result;
+  result.values.reserve(predictions.size());
   for (size_t i = 0; i < predictions.size(); ++i) {
     const std::string prediction = ruler_postprocess(predictions[i]);
     if (prediction.empty()) ++result.nulls;
-    total += metric == RulerMetric::string_match_part ? string_match_part(prediction, references[i])
-                                                      : string_match_all(prediction, references[i]);
+    result.values.push_back(metric == RulerMetric::string_match_part ? string_match_part(prediction, references[i])
+                                                                     : string_match_all(prediction, references[i]));
   }
-  result.score = py::round2(total / static_cast<double>(predictions.size()) * 100);
+  return result;
+}
+
+double ruler_mean_score(const std::vector<double>& values) {
+  double total = 0.0;
+  for (double v : values) total += v;
+  return py::round2(total / static_cast<double>(values.size()) * 100);
+}
+
+RulerTaskScore ruler_task_score(std::string_view task, const std::vector<std::string>& predictions,
+                                const std::vector<std::vector<std::string>>& references) {
+  MKV_CHECK(!predictions.empty(), "RULER task '{}' has no predictions to score", task);
+  const RulerSampleScores samples = ruler_sample_scores(task, predictions, references);
+  RulerTaskScore result;
+  result.n = static_cast<int>(predictions.size());
+  result.nulls = samples.nulls;
+  result.score = ruler_mean_score(samples.values);
   return result;
 }
 

@@ -31,6 +31,19 @@ struct RulerTaskScore {
   int n = 0;
 };
 
+// Each raw prediction's metric value in [0, 1] (post-processing applied here), and how many were
+// empty. MkvError on size mismatch or a sample without references.
+struct RulerSampleScores {
+  std::vector<double> values;  // (n) in the order given
+  int nulls = 0;
+};
+RulerSampleScores ruler_sample_scores(std::string_view task, const std::vector<std::string>& predictions,
+                                      const std::vector<std::vector<std::string>>& references);
+
+// round(100 · mean, 2) of per-sample values, summed in the order given: shards merged in index order
+// give the unsharded run's score exactly (report::merge_records).
+double ruler_mean_score(const std::vector<double>& values);
+
 // Scores raw predictions (post-processing applied here). MkvError on size mismatch, no samples or a
 // sample without references.
 RulerTaskScore ruler_task_score(std::string_view task, const std::vector<std::string>& predictions,

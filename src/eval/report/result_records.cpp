@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "core/text_file.h"
+#include "eval/metrics/ruler_metrics.h"
 
 namespace mkv::eval::report {
 namespace {
@@ -34,6 +35,42 @@ int64_t parse_count(const std::string& text, const std::string& where, const std
   return value;
 }
 
+// The per-sample metric values of a RULER task's predictions file (rows {index, pred, outputs}),
+// sorted by index; empty when the file is absent. MkvError naming the file and line for a malformed
+// row, and when it holds another number of samples than summary.csv counts (`n`).
+std::vector<std::pair<int64_t, double>> ruler_samples(const fs::path& path, const std::string& task, int64_t n) {
+  if (!fs::exists(path)) return {};
+  std::vector<int64_t> indices;
+  std::vector<std::string> predictions;
+  std::vector<std::vector<std::string>> references;
+  const std::string text = read_text_file(path);
+  for (const TextLine& line : split_lines(text)) {
+    if (is_blank(line.text)) continue;
+    const std::string where = fmt::format("{}:{}", path.string(), line.number);
+    json row;
+    try {
+      row = json::parse(line.text);
+    } catch (const json::exception& e) {
+      fail("{}: not valid JSON ({})", where, json_error_text(e.what()));
+    }
+    MKV_CHECK(row.is_object() && row.contains("index") && row["index"].is_number_integer() && row.contains("pred") &&
+                  row["pred"].is_string() && row.contains("outputs") && row["outputs"].is_array(),
+              "{}: a RULER prediction row needs an integer index, a string pred and an outputs list", where);
+    for (const json& output : row["outputs"])
+      MKV_CHECK(output.is_string(), "{}: outputs must be strings", where);
+    indices.push_back(row["index"].get<int64_t>());
+    predictions.push_back(row["pred"].get<std::string>());
+    references.push_back(row["outputs"].get<std::vector<std::string>>());
+  }
+  MKV_CHECK(int64_t(indices.size()) == n, "{}: {} predictions, but summary.csv counts {} samples of task '{}'",
+            path.string(), indices.size(), n, task);
+  const std::vector<double> values = ruler_sample_scores(task, predictions, references).values;
+  std::vector<std::pair<int64_t, double>> samples;
+  for (std::size_t i = 0; i < values.size(); ++i) samples.emplace_back(indices[i], values[i]);
+  std::stable_sort(samples.begin(), samples.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  return samples;
+}
+
 std::vector<std::string> split_csv_line(const std::string& line) {
   std::vector<std::string> cells;
   std::string cell;
@@ -51,7 +88,8 @@ std::vector<std::string> split_csv_line(const std::string& line) {
 
 int64_t count_lines(const fs::path& path) {
   int64_t lines = 0;
-  for (const TextLine& line : split_lines(read_text_file(path)))
+  const std::string text = read_text_file(path);
+  for (const TextLine& line : split_lines(text))
     if (!line.text.empty()) ++lines;
   return lines;
 }
@@ -86,6 +124,7 @@ std::vector<ResultRecord> read_ruler_summary(const fs::path& path, const ResultR
     const size_t slash = nulls.find('/');
     MKV_CHECK(slash != std::string::npos, "{}: Nulls '{}' of task '{}' is not k/N", path.string(), nulls, tasks[i]);
     record.n = parse_count(nulls.substr(slash + 1), path.string(), fmt::format("the sample count of task '{}'", tasks[i]));
+    record.samples = ruler_samples(path.parent_path() / "pred" / (tasks[i] + ".jsonl"), tasks[i], record.n);
     records.push_back(record);
   }
   return records;
@@ -200,9 +239,11 @@ std::vector<ResultRecord> merge_records(std::vector<ResultRecord> records) {
   const auto key = [](const ResultRecord& r) { return std::tie(r.model, r.task, r.press, r.budget); };
   std::stable_sort(records.begin(), records.end(), [&](const auto& a, const auto& b) { return key(a) < key(b); });
   std::vector<ResultRecord> merged;
+  std::vector<bool> combined;  // (merged) whether a record of another shard was added to it
   for (const ResultRecord& record : records) {
     if (merged.empty() || key(merged.back()) != key(record)) {
       merged.push_back(record);
+      combined.push_back(false);
       continue;
     }
     ResultRecord& total = merged.back();
@@ -212,6 +253,24 @@ std::vector<ResultRecord> merge_records(std::vector<ResultRecord> records) {
     total.score = (total.score * static_cast<double>(total.n) + record.score * static_cast<double>(record.n)) /
                   static_cast<double>(total.n + record.n);
     total.n += record.n;
+    combined.back() = true;
+    if (total.samples.empty() || record.samples.empty()) {
+      total.samples.clear();  // a shard without its predictions: the weighted mean it is
+    } else {
+      total.samples.insert(total.samples.end(), record.samples.begin(), record.samples.end());
+    }
+  }
+  for (std::size_t i = 0; i < merged.size(); ++i) {
+    ResultRecord& r = merged[i];
+    if (!combined[i] || r.samples.empty()) continue;
+    std::stable_sort(r.samples.begin(), r.samples.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (std::size_t j = 1; j < r.samples.size(); ++j)
+      MKV_CHECK(r.samples[j].first != r.samples[j - 1].first,
+                "cannot merge results for {} / {} / budget {} / {}: sample {} is in two of them (overlapping shards)",
+                r.model, r.press, r.budget, r.task, r.samples[j].first);
+    std::vector<double> values;
+    for (const auto& [index, value] : r.samples) values.push_back(value);
+    r.score = ruler_mean_score(values);
   }
   return merged;
 }

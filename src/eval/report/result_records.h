@@ -11,8 +11,9 @@
 //     summary.csv           RULER's evaluate.py output (rows Tasks, Score, Nulls "k/N"), and/or
 //     result.json           LongBench's eval.py output {dataset: score}; n = lines of
 //                           {dataset}.jsonl beside it when present.
-// Merging sums shards: records with the same (model, press, budget, task) are combined into the
-// n-weighted mean (all must have n > 0), so shards of one run merge into the full-run score.
+// Merging sums shards: records with the same (model, press, budget, task) are combined: RULER runs
+// read with their predictions are scored again over the union of their samples in index order
+// (exactly the unsharded score); others into the n-weighted mean (all must have n > 0).
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -31,6 +32,11 @@ struct ResultRecord {
   std::string task;
   double score = 0;
   int64_t n = 0;
+  // (sample index, metric value in [0, 1]) of a RULER run read with its predictions
+  // (pred/{task}.jsonl beside summary.csv); empty otherwise. Shards that all carry them merge by
+  // scoring the union in index order, as the unsharded run scores (ruler_eval), so the merged score
+  // is the unsharded one exactly; otherwise by the n-weighted mean of the rounded scores.
+  std::vector<std::pair<int64_t, double>> samples = {};
 };
 
 nlohmann::ordered_json to_json(const ResultRecord& record);

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <functional>
 #include <map>
 #include <optional>
@@ -108,7 +109,14 @@ class RulerBenchmark : public EvalBenchmark {
       if (store.size() == 0) continue;
       std::vector<std::string> preds;
       std::vector<std::vector<std::string>> refs;
-      for (const auto& row : store.rows()) {
+      // In index order (a resumed run's file may not be): the order the report merges shards in.
+      std::vector<const nlohmann::json*> rows;
+      for (const auto& row : store.rows()) rows.push_back(&row);
+      std::stable_sort(rows.begin(), rows.end(), [](const nlohmann::json* a, const nlohmann::json* b) {
+        return a->at("index").get<int64_t>() < b->at("index").get<int64_t>();
+      });
+      for (const nlohmann::json* row_ptr : rows) {
+        const nlohmann::json& row = *row_ptr;
         preds.push_back(row.at("pred").get<std::string>());
         refs.push_back(row.at("outputs").get<std::vector<std::string>>());
       }
