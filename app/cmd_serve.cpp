@@ -35,6 +35,7 @@ int run_serve(const ServeOptions& o) {
   serve::ServerOptions so;
   so.host = o.host;
   so.port = o.port;
+  so.reuse_port = o.reuse_port;
   so.api_key = o.api_key;
   if (so.api_key.empty())
     if (const char* env = std::getenv("MOMENTKV_API_KEY")) so.api_key = env;

@@ -344,6 +344,9 @@ int main(int argc, char** argv) {
   add_model_flags(*serve_cmd, srv.model);
   serve_cmd->add_option("--host", srv.host, "address to listen on")->capture_default_str();
   serve_cmd->add_option("--port", srv.port, "port (0 = any free port, printed at start)")->capture_default_str();
+  serve_cmd->add_flag("--reuse-port", srv.reuse_port,
+                      "let other processes listen on the same port (SO_REUSEPORT: the kernel shares connections "
+                      "between them); without it a port in use is an error");
   serve_cmd->add_option("--parallel", srv.parallel, "slots: requests generating at once, their decode steps batched (-np)")->capture_default_str();
   serve_cmd->add_option("--kv-memory", srv.kv_memory_mib,
                         "MiB of KV cache all requests may reserve (each its kept + decoded rows, plus room for the one "
@@ -351,7 +354,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   serve_cmd->add_option("--queue", srv.queue, "requests that may wait for KV memory or a slot; more get 503 + Retry-After")
       ->capture_default_str();
-  serve_cmd->add_option("--api-key", srv.api_key, "require 'Authorization: Bearer KEY' (default: $MOMENTKV_API_KEY)");
+  serve_cmd->add_option("--api-key", srv.api_key,
+                        "require 'Authorization: Bearer KEY' or 'X-Api-Key: KEY' on every route but /health, "
+                        "/v1/health, /models, /v1/models, the page and CORS preflights (default: $MOMENTKV_API_KEY)");
   serve_cmd->add_option("--timeout", srv.timeout_seconds, "connection read/write timeout in seconds")->capture_default_str();
   serve_cmd->add_option("--header-timeout", srv.header_timeout_seconds,
                         "seconds a request's headers may take (from the connection's start or its previous reply); "

@@ -99,9 +99,20 @@ std::string shown(const json& value) {
   return value.dump();  // an integer, true, false or null
 }
 
+// A message that quotes the request (a bad kv_press, a field's value) goes back at most this long,
+// cut at a UTF-8 character boundary: a 400 never echoes a megabyte.
+constexpr std::size_t kMaxErrorMessageBytes = 1024;
+
+std::string bounded_message(std::string_view message) {
+  if (message.size() <= kMaxErrorMessageBytes) return std::string(message);
+  std::size_t cut = kMaxErrorMessageBytes;
+  while (cut > 0 && (static_cast<unsigned char>(message[cut]) & 0xC0) == 0x80) --cut;  // not inside a character
+  return fmt::format("{}... (message cut: {} bytes in all)", message.substr(0, cut), message.size());
+}
+
 json error_body(const ApiError& error) {
   return {{"error",
-           {{"message", error.what()},
+           {{"message", bounded_message(error.what())},
             {"type", error.type},
             {"param", error.param.empty() ? json(nullptr) : json(error.param)},
             {"code", error.status}}}};

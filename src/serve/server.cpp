@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <atomic>
 #include <charconv>
 #include <chrono>
@@ -16,6 +17,7 @@
 #include <mutex>
 #include <optional>
 #include <random>
+#include <set>
 #include <span>
 #include <string>
 #include <string_view>
@@ -68,6 +70,25 @@ void send_error_and_close(httplib::Response& res, const ApiError& error) {
 
 ApiError body_too_large(std::size_t max_body_bytes) {
   return ApiError(413, "invalid_request_error", fmt::format("the request body is larger than {} bytes", max_body_bytes));
+}
+
+// The key a request carries matches: "Authorization: Bearer KEY" or "X-Api-Key: KEY", every header
+// of those names tried, each compared over its exact bytes (httplib's get_header_value would stop
+// at a NUL inside the value).
+bool carries_api_key(const httplib::Request& req, const std::string& key) {
+  bool match = false;
+  for (auto [it, end] = req.headers.equal_range("Authorization"); it != end; ++it)
+    match |= it->second.starts_with("Bearer ") && constant_time_equal(std::string_view(it->second).substr(7), key);
+  for (auto [it, end] = req.headers.equal_range("X-Api-Key"); it != end; ++it)
+    match |= constant_time_equal(it->second, key);
+  return match;
+}
+
+// Whether the request declares a body: chunked, or a Content-Length other than 0.
+bool declares_body(const httplib::Request& req) {
+  if (strcasecmp(req.get_header_value("Transfer-Encoding").c_str(), "chunked") == 0) return true;
+  const auto length = req.headers.find("Content-Length");
+  return length != req.headers.end() && length->second != "0";
 }
 
 bool has_content(const httplib::Response& res) { return !res.body.empty() || res.content_provider_ != nullptr; }
@@ -227,6 +248,20 @@ class FifoSlots {
 
 }  // namespace
 
+bool is_public_route(std::string_view method, std::string_view path) {
+  if (method == "OPTIONS") return true;
+  if (method != "GET" && method != "HEAD") return false;
+  for (std::string_view open : {"/", "/health", "/v1/health", "/models", "/v1/models"})
+    if (path == open) return true;
+  return false;
+}
+
+bool constant_time_equal(std::string_view a, std::string_view b) {
+  unsigned char diff = a.size() == b.size() ? 0 : 1;
+  for (std::size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ (i < b.size() ? b[i] : 0));
+  return diff == 0;
+}
+
 struct Server::State {
   Transformer& model;
   const Tokenizer& tokenizer;
@@ -242,6 +277,7 @@ struct Server::State {
   std::atomic<int64_t> kv_bytes_held{0}, kv_bytes_full{0}, requests_processing{0};
   std::atomic<double> decode_seconds_total{0.0};
   std::unique_ptr<HeaderDeadline> header_deadline;  // made by bind(), once the port is known
+  std::set<std::string> body_paths;                 // the POST routes that read a body
 
   State(Transformer& m, const Tokenizer& t, ServerOptions o)
       : model(m), tokenizer(t), options(std::move(o)),
@@ -539,6 +575,14 @@ Server::Server(Transformer& model, const Tokenizer& tokenizer, ServerOptions opt
   State& s = *state_;
   httplib::Server& http = *http_;
   http.set_payload_max_length(s.options.max_body_bytes);
+  // SO_REUSEADDR (a restart binds at once past TIME_WAIT; Linux still refuses a second listener);
+  // SO_REUSEPORT, which lets another process listen on the port and take a share of its
+  // connections, only when asked (httplib's default sets it always).
+  http.set_socket_options([reuse_port = s.options.reuse_port](int sock) {
+    const int yes = 1;
+    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+    if (reuse_port) ::setsockopt(sock, SOL_SOCKET, SO_REUSEPORT, &yes, sizeof(yes));
+  });
   http.set_read_timeout(s.options.timeout_seconds);
   http.set_write_timeout(s.options.timeout_seconds);
   http.set_keep_alive_max_count(1000);  // requests per connection before the server closes it
@@ -551,22 +595,33 @@ Server::Server(Transformer& model, const Tokenizer& tokenizer, ServerOptions opt
   http.set_logger([&s](const httplib::Request& req, const httplib::Response&) {
     if (s.header_deadline) s.header_deadline->reply_sent(req);
   });
+  // Runs once a request's headers are read, before httplib reads any of its body: every refusal
+  // here closes the connection with the body unread.
   http.set_pre_routing_handler([&s](const httplib::Request& req, httplib::Response& res) {
     if (s.header_deadline) s.header_deadline->headers_read(req);
     // Every body is JSON whatever its declared Content-Type (llama-server reads it so): without the
     // header httplib parses neither a form body (which it caps at 8 KiB) nor a multipart one. The
     // request is httplib's own non-const object, passed here as const.
     const_cast<httplib::Request&>(req).headers.erase("Content-Type");
+    if (!s.options.api_key.empty() && !is_public_route(req.method, req.path) && !carries_api_key(req, s.options.api_key)) {
+      send_error_and_close(res, ApiError(401, "authentication_error", "Invalid API Key"));
+      return httplib::Server::HandlerResponse::Handled;
+    }
     if (const std::optional<ApiError> refusal = unreadable_body(req, s.options.max_body_bytes)) {
       send_error_and_close(res, *refusal);
       return httplib::Server::HandlerResponse::Handled;
     }
-    if (s.options.api_key.empty() || req.path == "/health" || req.path == "/")  // the page asks for the key itself
-      return httplib::Server::HandlerResponse::Unhandled;
-    if (req.get_header_value("Authorization") == "Bearer " + s.options.api_key)
-      return httplib::Server::HandlerResponse::Unhandled;
-    send_error_and_close(res, ApiError(401, "authentication_error", "Invalid API Key"));  // the body is unread
-    return httplib::Server::HandlerResponse::Handled;
+    // A body sent where no route reads one: httplib would read it whole (a chunked one without any
+    // limit) only to answer 404.
+    if (declares_body(req) && !(req.method == "POST" && s.body_paths.count(req.path))) {
+      const bool carries_none = req.method != "POST" && req.method != "PUT" && req.method != "PATCH";
+      send_error_and_close(res, carries_none ? ApiError(400, "invalid_request_error",
+                                                        fmt::format("a {} request carries no body", req.method))
+                                             : ApiError(404, "not_found_error",
+                                                        fmt::format("no route {} {}", req.method, req.path)));
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    return httplib::Server::HandlerResponse::Unhandled;
   });
   http.set_error_handler(httplib::Server::HandlerWithResponse([](const httplib::Request& req, httplib::Response& res) {
     if (has_content(res)) return httplib::Server::HandlerResponse::Unhandled;
@@ -590,8 +645,9 @@ Server::Server(Transformer& model, const Tokenizer& tokenizer, ServerOptions opt
   });
 
   http.Get("/", [](const httplib::Request&, httplib::Response& res) { res.set_content(web_page(), "text/html; charset=utf-8"); });
-  http.Get("/health", [](const httplib::Request&, httplib::Response& res) { send_json(res, 200, {{"status", "ok"}}); });
-  http.Get("/v1/models", [&s](const httplib::Request&, httplib::Response& res) {
+  for (const char* health : {"/health", "/v1/health"})
+    http.Get(health, [](const httplib::Request&, httplib::Response& res) { send_json(res, 200, {{"status", "ok"}}); });
+  const auto models = [&s](const httplib::Request&, httplib::Response& res) {
     const ModelConfig& c = s.model.config();
     send_json(res, 200,
               {{"object", "list"},
@@ -603,7 +659,8 @@ Server::Server(Transformer& model, const Tokenizer& tokenizer, ServerOptions opt
                                                 {"n_ctx", s.n_ctx},
                                                 {"n_vocab", c.n_vocab},
                                                 {"kv_press", s.options.press.spec()}}}}})}});
-  });
+  };
+  for (const char* path : {"/v1/models", "/models"}) http.Get(path, models);  // llama-server answers both
   // llama-server's /props: what a request gets by default, the slots and the chat template.
   http.Get("/props", [&s](const httplib::Request&, httplib::Response& res) {
     const SamplerParams defaults;
@@ -638,27 +695,35 @@ Server::Server(Transformer& model, const Tokenizer& tokenizer, ServerOptions opt
     send_json(res, 200, slots);
   });
   const std::size_t max_body = s.options.max_body_bytes;
+  // The routes that read a body: the only ones a request may send one to (pre-routing above).
+  const auto post = [&](const char* path, BodyHandler handler) {
+    s.body_paths.insert(path);
+    http.Post(path, body_route(max_body, std::move(handler)));
+  };
   using Api = State::Api;
-  http.Post("/v1/completions", body_route(max_body, [&s](const httplib::Request& req, const std::string& body,
-                                                         httplib::Response& res) { s.completion(req, body, res, Api::Completions); }));
-  http.Post("/v1/chat/completions", body_route(max_body, [&s](const httplib::Request& req, const std::string& body,
-                                                              httplib::Response& res) { s.completion(req, body, res, Api::Chat); }));
+  post("/v1/completions", [&s](const httplib::Request& req, const std::string& body, httplib::Response& res) {
+    s.completion(req, body, res, Api::Completions);
+  });
+  post("/v1/chat/completions", [&s](const httplib::Request& req, const std::string& body, httplib::Response& res) {
+    s.completion(req, body, res, Api::Chat);
+  });
   for (const char* native : {"/completion", "/completions"})  // llama-server answers both
-    http.Post(native, body_route(max_body, [&s](const httplib::Request& req, const std::string& body,
-                                                httplib::Response& res) { s.completion(req, body, res, Api::Native); }));
-  http.Post("/tokenize", body_route(max_body, [&s](const httplib::Request&, const std::string& text, httplib::Response& res) {
+    post(native, [&s](const httplib::Request& req, const std::string& body, httplib::Response& res) {
+      s.completion(req, body, res, Api::Native);
+    });
+  post("/tokenize", [&s](const httplib::Request&, const std::string& text, httplib::Response& res) {
     const json body = json::parse(text, nullptr, /*allow_exceptions=*/false);
     if (!body.is_object() || !body.contains("content") || !body["content"].is_string())
       throw ApiError(400, "invalid_request_error", "the body must be {\"content\": \"text\"}", "content");
     const bool add_special = body.contains("add_special") && body["add_special"].is_boolean() && body["add_special"].get<bool>();
     send_json(res, 200, {{"tokens", s.tokenizer.encode(body["content"].get<std::string>(), add_special, true)}});
-  }));
-  http.Post("/detokenize", body_route(max_body, [&s](const httplib::Request&, const std::string& text, httplib::Response& res) {
+  });
+  post("/detokenize", [&s](const httplib::Request&, const std::string& text, httplib::Response& res) {
     const json body = json::parse(text, nullptr, /*allow_exceptions=*/false);
     if (!body.is_object() || !body.contains("tokens") || !body["tokens"].is_array())
       throw ApiError(400, "invalid_request_error", "the body must be {\"tokens\": [ids]}", "tokens");
     send_json(res, 200, {{"content", s.tokenizer.decode(token_ids(body["tokens"], s.tokenizer.n_vocab(), "tokens", "tokens"))}});
-  }));
+  });
   http.Get("/metrics", [&s](const httplib::Request&, httplib::Response& res) {
     res.set_content(s.metrics(), "text/plain; version=0.0.4");
   });
@@ -668,8 +733,12 @@ Server::~Server() = default;
 
 int Server::bind() {
   const ServerOptions& o = state_->options;
+  errno = 0;
   const int port = o.port == 0 ? http_->bind_to_any_port(o.host) : (http_->bind_to_port(o.host, o.port) ? o.port : -1);
-  MKV_CHECK(port > 0, "cannot listen on {}:{} (address in use, or not an address of this machine)", o.host, o.port);
+  MKV_CHECK(port > 0 || errno != EADDRINUSE,
+            "cannot listen on {}:{}: the port is already in use (another server listens there; --reuse-port shares "
+            "a port on purpose)", o.host, o.port);
+  MKV_CHECK(port > 0, "cannot listen on {}:{} (not an address of this machine, or the port is in use)", o.host, o.port);
   ::listen(static_cast<HttpServer&>(*http_).listening_socket(), SOMAXCONN);  // a larger backlog (see HttpServer)
   const ApiError late(408, "invalid_request_error",
                       fmt::format("the request's headers did not arrive within {} s", o.header_timeout_seconds));

@@ -39,7 +39,9 @@ namespace mkv::serve {
 struct ServerOptions {
   std::string host = "127.0.0.1";
   int port = 8080;                      // 0: any free port (bind() returns it)
-  std::string api_key;                  // non-empty: every route but /health needs "Authorization: Bearer KEY"
+  std::string api_key;                  // non-empty: every route but the public ones (is_public_route)
+                                        // needs "Authorization: Bearer KEY" or "X-Api-Key: KEY"
+  bool reuse_port = false;              // --reuse-port: SO_REUSEPORT, several servers share the port
   int timeout_seconds = 600;            // read/write timeout of a connection
   int header_timeout_seconds = 30;      // a request's headers are due this long after the connection's
                                         // start or its previous reply, or it is closed (header_deadline.h)
@@ -54,6 +56,14 @@ struct ServerOptions {
   int max_waiting = 16;                 // --queue: requests that may wait for memory or a slot; more get 503
 };
 
+// Routes anyone may call without the API key, as llama-server leaves them open: GET (or HEAD)
+// /health, /v1/health, /models, /v1/models, the chat page / (which asks for the key itself), and
+// CORS preflights (OPTIONS, which carry no credentials). Every other method and route needs the key.
+bool is_public_route(std::string_view method, std::string_view path);
+
+// Whether `a` and `b` are the same bytes, in time that depends on their lengths only.
+bool constant_time_equal(std::string_view a, std::string_view b);
+
 class Server {
  public:
   Server(Transformer& model, const Tokenizer& tokenizer, ServerOptions options);
@@ -61,7 +71,8 @@ class Server {
   Server(const Server&) = delete;
   Server& operator=(const Server&) = delete;
 
-  // Binds the listening socket; returns the port. MkvError when the address cannot be bound.
+  // Binds the listening socket (SO_REUSEADDR; SO_REUSEPORT only with reuse_port); returns the
+  // port. MkvError when the address cannot be bound, naming a port already in use.
   int bind();
   // Serves until stop() (from another thread or a signal handler thread).
   void run();

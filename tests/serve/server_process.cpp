@@ -1,8 +1,11 @@
 #include "serve/server_process.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -12,6 +15,50 @@
 #include <stdexcept>
 
 namespace mkv::test {
+
+int connect_loopback(int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(uint16_t(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0)
+    throw std::runtime_error("cannot connect to the server on port " + std::to_string(port));
+  return fd;
+}
+
+RawReply raw_exchange(int port, const std::string& request, double seconds) {
+  const int fd = connect_loopback(port);
+  const auto start = std::chrono::steady_clock::now();
+  auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
+  RawReply reply;
+  std::size_t sent = 0;
+  while (sent < request.size()) {
+    const ssize_t n = ::send(fd, request.data() + sent, request.size() - sent, MSG_NOSIGNAL);
+    if (n <= 0) break;
+    sent += std::size_t(n);
+  }
+  char buffer[65536];
+  while (elapsed() < seconds) {
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, int(1000 * (seconds - elapsed())) + 1) <= 0) continue;
+    const ssize_t n = ::recv(fd, buffer, sizeof(buffer), 0);
+    if (n <= 0) {
+      reply.closed = true;
+      break;
+    }
+    reply.text.append(buffer, std::size_t(n));
+  }
+  reply.seconds = elapsed();
+  ::close(fd);
+  return reply;
+}
+
+int responses_in(const std::string& text) {
+  int count = 0;
+  for (std::size_t at = 0; (at = text.find("HTTP/1.1 ", at)) != std::string::npos; at += 9) ++count;
+  return count;
+}
 
 std::string trained_model_path() { return std::string(MOMENTKV_SOURCE_DIR) + "/models/stories-needle-2k.gguf"; }
 

@@ -2,7 +2,11 @@
 // is read from its "listening on" line), stopped with SIGTERM.
 #pragma once
 
+#include <nlohmann/json.hpp>
+
 #include <sys/types.h>
+
+#include <cstdlib>
 
 #include <filesystem>
 #include <string>
@@ -35,6 +39,30 @@ class ServerProcess {
   int port_ = 0;
   std::string log_;
 };
+
+// What the server sent back on a raw connection: every byte until it closed the connection or the
+// time ran out.
+struct RawReply {
+  std::string text;
+  bool closed = false;  // the server closed the connection (else the time ran out)
+  double seconds = 0;   // until then
+
+  int status() const { return text.size() > 12 ? std::atoi(text.c_str() + 9) : 0; }
+  nlohmann::json body() const {
+    const std::size_t at = text.find("\r\n\r\n");
+    return at == std::string::npos ? nlohmann::json() : nlohmann::json::parse(text.substr(at + 4), nullptr, false);
+  }
+};
+
+// A new TCP connection to the server on loopback `port` (its descriptor; the caller closes it).
+int connect_loopback(int port);
+
+// Sends `request` as it is on a new connection (what the server does not read is dropped: a send
+// that fails is not an error) and reads the reply for up to `seconds`.
+RawReply raw_exchange(int port, const std::string& request, double seconds = 5);
+
+// The number of HTTP responses in a raw reply.
+int responses_in(const std::string& text);
 
 // The repository's trained model (models/stories-needle-2k.gguf).
 std::string trained_model_path();

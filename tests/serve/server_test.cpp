@@ -75,66 +75,10 @@ void expect_error(const json& body, int status, const std::string& type, const s
   EXPECT_FALSE(body["error"]["message"].get<std::string>().empty());
 }
 
-// What the server sent back on a raw connection: every byte until it closed the connection or the
-// time ran out.
-struct RawReply {
-  std::string text;
-  bool closed = false;  // the server closed the connection (else the time ran out)
-  double seconds = 0;   // until then
-
-  int status() const { return text.size() > 12 ? std::atoi(text.c_str() + 9) : 0; }
-  json body() const {
-    const std::size_t at = text.find("\r\n\r\n");
-    return at == std::string::npos ? json() : json::parse(text.substr(at + 4), nullptr, false);
-  }
-};
-
-// A new TCP connection to the server on loopback `port` (its descriptor; the caller closes it).
-int connect_loopback(int port) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(uint16_t(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
-  return fd;
-}
-
-// Sends `request` as it is on a new connection (what the server does not read is dropped: a send
-// that fails is not an error) and reads the reply for up to `seconds`.
-RawReply raw_exchange(int port, const std::string& request, double seconds = 5) {
-  const int fd = connect_loopback(port);
-  const auto start = std::chrono::steady_clock::now();
-  auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
-  RawReply reply;
-  std::size_t sent = 0;
-  while (sent < request.size()) {
-    const ssize_t n = ::send(fd, request.data() + sent, request.size() - sent, MSG_NOSIGNAL);
-    if (n <= 0) break;
-    sent += std::size_t(n);
-  }
-  char buffer[65536];
-  while (elapsed() < seconds) {
-    pollfd p{fd, POLLIN, 0};
-    if (::poll(&p, 1, int(1000 * (seconds - elapsed())) + 1) <= 0) continue;
-    const ssize_t n = ::recv(fd, buffer, sizeof(buffer), 0);
-    if (n <= 0) {
-      reply.closed = true;
-      break;
-    }
-    reply.text.append(buffer, std::size_t(n));
-  }
-  reply.seconds = elapsed();
-  ::close(fd);
-  return reply;
-}
-
-// The number of HTTP responses in a raw reply.
-int responses_in(const std::string& text) {
-  int count = 0;
-  for (std::size_t at = 0; (at = text.find("HTTP/1.1 ", at)) != std::string::npos; at += 9) ++count;
-  return count;
-}
+using test::connect_loopback;
+using test::raw_exchange;
+using test::RawReply;
+using test::responses_in;
 
 class Serve : public ::testing::Test {
  protected:
@@ -1069,12 +1013,13 @@ TEST(ServeOptions, ApiKeyChatTemplateAliasAndShutdown) {
   httplib::Client c("127.0.0.1", server.port());
   c.set_read_timeout(60);
   EXPECT_EQ(c.Get("/health")->status, 200);  // no key needed
-  const auto none = c.Get("/v1/models");
+  const auto none = c.Get("/props");
   ASSERT_TRUE(none);
   EXPECT_EQ(none->status, 401);
   expect_error(json::parse(none->body), 401, "authentication_error", "");
-  EXPECT_EQ(c.Get("/v1/models", {{"Authorization", "Bearer wrong"}})->status, 401);
+  EXPECT_EQ(c.Get("/props", {{"Authorization", "Bearer wrong"}})->status, 401);
   c.set_bearer_token_auth("sekret");
+  EXPECT_EQ(c.Get("/props")->status, 200);
   const auto models = c.Get("/v1/models");
   EXPECT_EQ(models->status, 200);
   EXPECT_EQ(json::parse(models->body)["data"][0]["id"], "storyteller");  // -a / --alias
