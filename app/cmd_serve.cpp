@@ -23,6 +23,7 @@ int run_serve(const ServeOptions& o) {
   MKV_CHECK(o.parallel >= 1 && o.parallel <= kMaxSlots, "-np must be in [1, {}], got {}", kMaxSlots, o.parallel);
   MKV_CHECK(o.timeout_seconds > 0, "--timeout must be positive (seconds), got {}", o.timeout_seconds);
   MKV_CHECK(o.header_timeout_seconds > 0, "--header-timeout must be positive (seconds), got {}", o.header_timeout_seconds);
+  MKV_CHECK(o.body_timeout_seconds > 0, "--body-timeout must be positive (seconds), got {}", o.body_timeout_seconds);
   // Signals are taken by one thread (sigwait) rather than a handler: blocked here, before any
   // thread starts, so that every thread inherits the mask.
   sigset_t stop_signals;
@@ -41,6 +42,7 @@ int run_serve(const ServeOptions& o) {
     if (const char* env = std::getenv("MOMENTKV_API_KEY")) so.api_key = env;
   so.timeout_seconds = o.timeout_seconds;
   so.header_timeout_seconds = o.header_timeout_seconds;
+  so.body_timeout_seconds = o.body_timeout_seconds;
   so.model_name = o.alias.empty() ? std::filesystem::path(m.file->path()).stem().string() : o.alias;
   so.chat_template = o.chat_template;
   so.press = o.press;

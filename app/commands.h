@@ -251,6 +251,7 @@ struct ServeOptions {
   std::string api_key;                // --api-key (else $MOMENTKV_API_KEY)
   int timeout_seconds = 600;          // --timeout: connection read/write timeout
   int header_timeout_seconds = 30;    // --header-timeout: a request's headers are due within this
+  int body_timeout_seconds = 60;      // --body-timeout: a request's body is due whole within this
   std::string chat_template;          // --chat-template override
   std::string alias;                  // -a/--alias: the model's name in /v1/models and responses
   PressConfig press;                  // --press with --kv-budget | --compression-ratio (default: full)

@@ -362,6 +362,10 @@ int main(int argc, char** argv) {
                         "seconds a request's headers may take (from the connection's start or its previous reply); "
                         "later ones get 408 and the connection closes")
       ->capture_default_str();
+  serve_cmd->add_option("--body-timeout", srv.body_timeout_seconds,
+                        "seconds a request's body may take, from the start of its reading to its last byte; later "
+                        "ones get 408 and the connection closes")
+      ->capture_default_str();
   serve_cmd->add_option("--chat-template", srv.chat_template, "override the model's template: llama3 | chatml | qwen3");
   serve_cmd->add_option("-a,--alias", srv.alias, "the model's name in /v1/models and responses (default: the file's stem)");
   serve_cmd->add_option("--press", serve_press.specs, "default press of requests that name none (see `momentkv presses`)");

@@ -139,17 +139,22 @@ std::string http_error_message(const httplib::Request& req, int status) {
 
 // A POST route over the request's JSON body, read here (a content-reader route) so that its size is
 // capped when it comes chunked too: httplib 0.11.4 caps only a declared Content-Length.
+// `reading(req, true)` runs before the body is read, `reading(req, false)` once it is (the body's
+// deadline, HeaderDeadline).
 using BodyHandler = std::function<void(const httplib::Request& req, const std::string& body, httplib::Response& res)>;
-httplib::Server::HandlerWithContentReader body_route(std::size_t max_body_bytes, BodyHandler handler) {
-  return [max_body_bytes, handler = std::move(handler)](const httplib::Request& req, httplib::Response& res,
-                                                         const httplib::ContentReader& read) {
+using BodyReading = std::function<void(const httplib::Request& req, bool started)>;
+httplib::Server::HandlerWithContentReader body_route(std::size_t max_body_bytes, BodyReading reading, BodyHandler handler) {
+  return [max_body_bytes, reading = std::move(reading), handler = std::move(handler)](
+             const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& read) {
     std::string body;
     bool too_large = false;
+    reading(req, true);
     const bool whole = read([&](const char* data, size_t size) {
       too_large = body.size() + size > max_body_bytes;
       if (!too_large) body.append(data, size);
       return !too_large;
     });
+    reading(req, false);
     if (too_large)  // the rest of the body is unread
       send_error_and_close(res, body_too_large(max_body_bytes));
     else if (!whole)
@@ -696,9 +701,14 @@ Server::Server(Transformer& model, const Tokenizer& tokenizer, ServerOptions opt
   });
   const std::size_t max_body = s.options.max_body_bytes;
   // The routes that read a body: the only ones a request may send one to (pre-routing above).
+  const auto reading = [&s](const httplib::Request& req, bool started) {
+    if (!s.header_deadline) return;
+    if (started) s.header_deadline->body_started(req);
+    else s.header_deadline->body_finished(req);
+  };
   const auto post = [&](const char* path, BodyHandler handler) {
     s.body_paths.insert(path);
-    http.Post(path, body_route(max_body, std::move(handler)));
+    http.Post(path, body_route(max_body, reading, std::move(handler)));
   };
   using Api = State::Api;
   post("/v1/completions", [&s](const httplib::Request& req, const std::string& body, httplib::Response& res) {
@@ -740,14 +750,17 @@ int Server::bind() {
             "a port on purpose)", o.host, o.port);
   MKV_CHECK(port > 0, "cannot listen on {}:{} (not an address of this machine, or the port is in use)", o.host, o.port);
   ::listen(static_cast<HttpServer&>(*http_).listening_socket(), SOMAXCONN);  // a larger backlog (see HttpServer)
-  const ApiError late(408, "invalid_request_error",
-                      fmt::format("the request's headers did not arrive within {} s", o.header_timeout_seconds));
-  const std::string body = dump(error_body(late));
+  const auto farewell = [](const std::string& message) {  // a 408 reply with this message, then close
+    const std::string body = dump(error_body(ApiError(408, "invalid_request_error", message)));
+    return fmt::format("HTTP/1.1 408 Request Timeout\r\nContent-Type: application/json\r\nContent-Length: {}\r\n"
+                       "Connection: close\r\n\r\n{}",
+                       body.size(), body);
+  };
   state_->header_deadline = std::make_unique<HeaderDeadline>(
       port, std::chrono::seconds(o.header_timeout_seconds),
-      fmt::format("HTTP/1.1 408 Request Timeout\r\nContent-Type: application/json\r\nContent-Length: {}\r\n"
-                  "Connection: close\r\n\r\n{}",
-                  body.size(), body));
+      farewell(fmt::format("the request's headers did not arrive within {} s", o.header_timeout_seconds)),
+      std::chrono::seconds(o.body_timeout_seconds),
+      farewell(fmt::format("the request's body did not arrive whole within {} s", o.body_timeout_seconds)));
   return port;
 }
 

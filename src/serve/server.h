@@ -45,6 +45,7 @@ struct ServerOptions {
   int timeout_seconds = 600;            // read/write timeout of a connection
   int header_timeout_seconds = 30;      // a request's headers are due this long after the connection's
                                         // start or its previous reply, or it is closed (header_deadline.h)
+  int body_timeout_seconds = 60;        // a request's body is due whole this long after its reading began
   std::size_t max_body_bytes = 8 << 20; // larger request bodies get 413
   std::string model_name = "model";     // /v1/models id and the responses' "model"
   std::string chat_template;            // override of the model's template (llama3 | chatml | qwen3)

@@ -1,7 +1,7 @@
 // `momentkv serve` against clients that do not play by the rules (issue: serve that hostile clients
 // cannot exhaust): the API key on every method of every route but the public ones, bodies sent where
 // no route reads one refused before they are read, a port in use refused unless shared on purpose,
-// and error messages that do not echo a huge input back.
+// bodies due whole within --body-timeout, and error messages that do not echo a huge input back.
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <nlohmann/json.hpp>
@@ -148,6 +148,41 @@ TEST(ServeHostile, APortInUseIsAnErrorUnlessSharedOnPurpose) {
   // Both with --reuse-port: the second listens too (the kernel shares the connections).
   const std::string shared = test::capture_output("timeout 3 " + second + " --reuse-port 2>&1", &status);
   EXPECT_NE(shared.find("listening on http://127.0.0.1:" + std::to_string(first.port())), std::string::npos) << shared;
+}
+
+TEST(ServeHostile, ABodyThatDoesNotArriveWholeInTimeGets408) {
+  test::ServerProcess server({"-m", test::trained_model_path(), "--body-timeout", "2"});
+  // A Content-Length larger than what is sent, then silence.
+  const test::RawReply short_body = test::raw_exchange(
+      server.port(), "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"prompt\"", 10);
+  EXPECT_EQ(short_body.status(), 408) << short_body.text;
+  EXPECT_TRUE(short_body.closed);
+  EXPECT_GT(short_body.seconds, 1.5);
+  EXPECT_LT(short_body.seconds, 5.0);
+  EXPECT_NE(short_body.body()["error"]["message"].get<std::string>().find("body did not arrive whole within 2 s"),
+            std::string::npos) << short_body.text;
+  // A body trickled a byte every 200 ms: each byte would restart a per-read timeout, not this one.
+  const int fd = test::connect_loopback(server.port());
+  const std::string head = "POST /tokenize HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n";
+  ::send(fd, head.data(), head.size(), MSG_NOSIGNAL);
+  const auto start = std::chrono::steady_clock::now();
+  std::string reply;
+  char buffer[4096];
+  while (std::chrono::steady_clock::now() - start < std::chrono::seconds(10)) {
+    if (::send(fd, " ", 1, MSG_NOSIGNAL) != 1) break;
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, 200) > 0) {
+      const ssize_t n = ::recv(fd, buffer, sizeof(buffer), 0);
+      if (n <= 0) break;
+      reply.append(buffer, std::size_t(n));
+    }
+  }
+  ::close(fd);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_NE(reply.find("408 Request Timeout"), std::string::npos) << reply;
+  EXPECT_LT(seconds, 5.0);
+  httplib::Client c("127.0.0.1", server.port());  // and the server goes on serving
+  EXPECT_EQ(c.Post("/tokenize", R"({"content": "Once"})", "application/json")->status, 200);
 }
 
 }  // namespace
