@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "core/threading.h"
 
 namespace mkv {
 
@@ -88,6 +89,7 @@ void ModelRunner::run_batch(std::vector<Pending*>& batch) {
 }
 
 void ModelRunner::loop() {
+  adopt_num_threads();  // the process's -t, not OpenMP's default for a new thread
   std::unique_lock lock(mutex_);
   std::vector<Pending*> batch;
   while (true) {

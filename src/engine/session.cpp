@@ -40,9 +40,18 @@ void Session::on_queries(int layer, int n_tokens, const float* q, const int32_t*
 
 void Session::compress(CompressReason reason) {
   if (!options_.press) return;
-  const auto start = std::chrono::steady_clock::now();
-  options_.press->compress(cache_, reason);
-  compress_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const auto job = [&] {
+    const auto start = std::chrono::steady_clock::now();
+    options_.press->compress(cache_, reason);
+    compress_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
+  // With a runner, a prompt's compression runs on the runner's thread, with the process's compute
+  // threads, between the other sessions' passes; a decode step's (a layer over budget + slack:
+  // little work, often) runs here, so the decode batches stay whole.
+  if (options_.runner && reason != CompressReason::AfterDecodeStep)
+    options_.runner->exclusive(job);
+  else
+    job();
 }
 
 void Session::compress_with(Press& press) {

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/threading.h"
 #include "engine/generation.h"
 #include "engine/model_runner.h"
 #include "serve/client_connection.h"
@@ -603,6 +604,8 @@ Server::Server(Transformer& model, const Tokenizer& tokenizer, ServerOptions opt
   // Runs once a request's headers are read, before httplib reads any of its body: every refusal
   // here closes the connection with the body unread.
   http.set_pre_routing_handler([&s](const httplib::Request& req, httplib::Response& res) {
+    // An HTTP worker starts no OpenMP team of its own: the compute threads are the runner's (-t).
+    run_serially_here();
     if (s.header_deadline) s.header_deadline->headers_read(req);
     // Every body is JSON whatever its declared Content-Type (llama-server reads it so): without the
     // header httplib parses neither a form body (which it caps at 8 KiB) nor a multipart one. The

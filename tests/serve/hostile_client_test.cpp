@@ -13,6 +13,8 @@
 
 #include <chrono>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "serve/server_process.h"
 #include "support/test_support.h"
@@ -183,6 +185,30 @@ TEST(ServeHostile, ABodyThatDoesNotArriveWholeInTimeGets408) {
   EXPECT_LT(seconds, 5.0);
   httplib::Client c("127.0.0.1", server.port());  // and the server goes on serving
   EXPECT_EQ(c.Post("/tokenize", R"({"content": "Once"})", "application/json")->status, 200);
+}
+
+TEST(ServeHostile, ComputeThreadsAreTheRunnersWhateverTheWorkersDo) {
+  // 4 slots and 12 clients whose presses compress at the prompt and at every other decode step:
+  // every HTTP worker that compressed used to start an OpenMP team of its own.
+  test::ServerProcess server({"-m", test::trained_model_path(), "-t", "2", "-np", "4"});
+  httplib::Client probe("127.0.0.1", server.port());
+  ASSERT_EQ(probe.Get("/health")->status, 200);  // the HTTP pool is started by now
+  const long idle = server.threads();
+  ASSERT_GT(idle, 0);
+  std::vector<std::thread> clients;
+  for (int i = 0; i < 12; ++i)
+    clients.emplace_back([&server, i] {
+      httplib::Client c("127.0.0.1", server.port());
+      c.set_read_timeout(120);
+      const char* press = i % 3 == 0 ? "snapkv" : i % 3 == 1 ? "h2o:decode_slack=2" : "momentkv";
+      const json body = {{"prompt", "Once upon a time there was a little girl who liked to play in the park"},
+                         {"max_tokens", 8}, {"temperature", 0}, {"kv_press", press}, {"kv_budget", 16}};
+      const auto res = c.Post("/v1/completions", body.dump(), "application/json");
+      EXPECT_TRUE(res && res->status == 200) << (res ? res->body : "no reply");
+    });
+  for (std::thread& t : clients) t.join();
+  // The runner's team of -t threads (one of them the runner itself) and nothing per worker.
+  EXPECT_LE(server.threads(), idle + 2) << "threads at idle: " << idle;
 }
 
 }  // namespace

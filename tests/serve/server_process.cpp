@@ -127,17 +127,26 @@ void ServerProcess::read_log(double seconds, const std::string& until) {
   }
 }
 
-long ServerProcess::rss_kib() const {
-  if (pid_ <= 0) return -1;
-  FILE* status = std::fopen(("/proc/" + std::to_string(pid_) + "/status").c_str(), "r");
+namespace {
+
+// The number `format` (e.g. "VmRSS: %ld kB") reads from a line of /proc/PID/status; -1 when absent.
+long proc_status_field(pid_t pid, const char* format) {
+  if (pid <= 0) return -1;
+  FILE* status = std::fopen(("/proc/" + std::to_string(pid) + "/status").c_str(), "r");
   if (!status) return -1;
   char line[256];
-  long kib = -1;
+  long value = -1;
   while (std::fgets(line, sizeof line, status))
-    if (std::sscanf(line, "VmRSS: %ld kB", &kib) == 1) break;
+    if (std::sscanf(line, format, &value) == 1) break;
   std::fclose(status);
-  return kib;
+  return value;
 }
+
+}  // namespace
+
+long ServerProcess::rss_kib() const { return proc_status_field(pid_, "VmRSS: %ld kB"); }
+
+long ServerProcess::threads() const { return proc_status_field(pid_, "Threads: %ld"); }
 
 bool ServerProcess::running() const {
   if (pid_ <= 0) return false;

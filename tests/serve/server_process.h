@@ -26,6 +26,8 @@ class ServerProcess {
   int port() const { return port_; }
   // The server's resident set size in KiB (VmRSS); -1 when it is not running.
   long rss_kib() const;
+  // The server's thread count (/proc Threads); -1 when it is not running.
+  long threads() const;
   bool running() const;
   // Sends SIGTERM and waits up to `seconds`; the exit code, or -1 when it had to be killed.
   int stop(double seconds = 20);
