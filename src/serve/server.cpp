@@ -100,8 +100,16 @@ bool has_content(const httplib::Response& res) { return !res.body.empty() || res
 // is no number (a negative one reads as a huge unsigned one) or one over the limit. nullopt: the
 // body can be read.
 std::optional<ApiError> unreadable_body(const httplib::Request& req, std::size_t max_body_bytes) {
+  // Framing that two parsers (a proxy's and ours) could read differently: refused on any method.
+  const auto [first_length, lengths_end] = req.headers.equal_range("Content-Length");
+  for (auto it = first_length; it != lengths_end; ++it)
+    if (it->second != first_length->second)
+      return ApiError(400, "invalid_request_error", "two Content-Length headers with different values");
+  const bool chunked = strcasecmp(req.get_header_value("Transfer-Encoding").c_str(), "chunked") == 0;
+  if (chunked && first_length != lengths_end)
+    return ApiError(400, "invalid_request_error", "both Content-Length and Transfer-Encoding: chunked: give one");
   if (req.method != "POST" && req.method != "PUT" && req.method != "PATCH") return std::nullopt;
-  if (strcasecmp(req.get_header_value("Transfer-Encoding").c_str(), "chunked") == 0) return std::nullopt;
+  if (chunked) return std::nullopt;
   if (!req.has_header("Content-Length"))
     return ApiError(411, "invalid_request_error",
                     "a Content-Length header is required (or Transfer-Encoding: chunked): the body's length is unknown");

@@ -211,5 +211,28 @@ TEST(ServeHostile, ComputeThreadsAreTheRunnersWhateverTheWorkersDo) {
   EXPECT_LE(server.threads(), idle + 2) << "threads at idle: " << idle;
 }
 
+TEST(ServeHostile, AmbiguousFramingIsRefused) {
+  test::ServerProcess server({"-m", test::trained_model_path()});
+  struct Case {
+    const char* request;
+    const char* message;
+  };
+  for (const Case& c : {Case{"POST /tokenize HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nContent-Length: 30\r\n\r\n{}",
+                             "two Content-Length headers"},
+                        Case{"POST /tokenize HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n"
+                             "2\r\n{}\r\n0\r\n\r\n",
+                             "both Content-Length and Transfer-Encoding"}}) {
+    const test::RawReply reply = test::raw_exchange(server.port(), c.request);
+    EXPECT_EQ(reply.status(), 400) << reply.text;
+    EXPECT_TRUE(reply.closed);
+    EXPECT_NE(reply.body()["error"]["message"].get<std::string>().find(c.message), std::string::npos) << reply.text;
+  }
+  // The same Content-Length twice frames one body: accepted.
+  const test::RawReply twice = test::raw_exchange(
+      server.port(), "POST /tokenize HTTP/1.1\r\nHost: x\r\nContent-Length: 16\r\nContent-Length: 16\r\n"
+                     "Connection: close\r\n\r\n{\"content\": \"a\"}");
+  EXPECT_EQ(twice.status(), 200) << twice.text;
+}
+
 }  // namespace
 }  // namespace mkv
