@@ -37,6 +37,8 @@ int run_serve(const ServeOptions& o) {
   so.host = o.host;
   so.port = o.port;
   so.reuse_port = o.reuse_port;
+  so.system_fingerprint = "momentkv-" + build_commit();
+  so.model_path = m.file->path();
   so.api_key = o.api_key;
   if (so.api_key.empty())
     if (const char* env = std::getenv("MOMENTKV_API_KEY")) so.api_key = env;

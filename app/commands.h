@@ -44,6 +44,8 @@ struct LoadedModel {
 // the line every results table starts with.
 void set_command_line(int argc, char** argv);
 std::string provenance_line();
+// The commit the binary was configured at (`git describe`), "unknown" outside a checkout.
+std::string build_commit();
 
 // Resolves the model path (flag, environment, default), sets the thread count, loads the model.
 LoadedModel load_model(const ModelOptions& options);

@@ -43,6 +43,8 @@ void set_command_line(int argc, char** argv) {
   command_line() = line;
 }
 
+std::string build_commit() { return MOMENTKV_GIT_COMMIT; }
+
 std::string provenance_line() {
   return fmt::format("command: {} · commit {} · {:%Y-%m-%d %H:%M} UTC · CPU {}", command_line(), MOMENTKV_GIT_COMMIT,
                      fmt::gmtime(std::chrono::system_clock::to_time_t(std::chrono::system_clock::now())), cpu_model());

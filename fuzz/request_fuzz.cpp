@@ -50,9 +50,9 @@ void check_parsed(const mkv::serve::CompletionRequest& r, int n_vocab) {
   mkv::serve::CompletionOutcome outcome;
   outcome.text = r.chat ? "reply" : r.prompt.substr(0, 16);  // a piece that may end inside a character
   outcome.finish_reason = "stop";
-  (void)mkv::serve::completion_response(r, outcome, "id", 0, "model")
-      .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  (void)mkv::serve::stream_chunk(r, "id", 0, "model", outcome.text, true, std::nullopt)
+  const mkv::serve::ResponseHeader header{"id", 0, "model", "momentkv-test"};
+  (void)mkv::serve::completion_response(r, outcome, header).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  (void)mkv::serve::stream_chunk(r, header, outcome.text, std::nullopt)
       .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 

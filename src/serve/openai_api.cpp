@@ -384,41 +384,57 @@ json native_stream_piece(const CompletionRequest& request, const std::string& te
   return piece;
 }
 
-json completion_response(const CompletionRequest& request, const CompletionOutcome& outcome, const std::string& id,
-                         int64_t created, const std::string& model) {
+json completion_response(const CompletionRequest& request, const CompletionOutcome& outcome,
+                         const ResponseHeader& header) {
   json choice = {{"index", 0}, {"finish_reason", outcome.finish_reason}};
   choice["logprobs"] = request.logprobs >= 0 ? openai_logprobs(request, outcome.logprobs) : json(nullptr);
   if (request.chat)
     choice["message"] = {{"role", "assistant"}, {"content", outcome.text}};
   else
     choice["text"] = outcome.text;
-  return {{"id", id},
+  return {{"id", header.id},
           {"object", request.chat ? "chat.completion" : "text_completion"},
-          {"created", created},
-          {"model", model},
+          {"created", header.created},
+          {"model", header.model},
+          {"system_fingerprint", header.system_fingerprint},
           {"choices", json::array({choice})},
           {"usage", usage_json(outcome)},
           {"timings", timings_json(outcome)}};
 }
 
-json stream_chunk(const CompletionRequest& request, const std::string& id, int64_t created, const std::string& model,
-                  const std::string& text, bool first, const std::optional<std::string>& finish_reason,
-                  const json& logprobs) {
+namespace {
+
+json chunk_of(const ResponseHeader& header, const char* object, json choice) {
+  return {{"id", header.id},
+          {"object", object},
+          {"created", header.created},
+          {"model", header.model},
+          {"system_fingerprint", header.system_fingerprint},
+          {"choices", json::array({std::move(choice)})}};
+}
+
+}  // namespace
+
+json stream_chunk(const CompletionRequest& request, const ResponseHeader& header, const std::string& text,
+                  const std::optional<std::string>& finish_reason, const json& logprobs) {
   json choice = {{"index", 0}, {"finish_reason", finish_reason ? json(*finish_reason) : json(nullptr)}};
   choice["logprobs"] = logprobs;
   if (request.chat) {
     json delta = json::object();
-    if (first) delta["role"] = "assistant";
-    if (!text.empty() || (first && !finish_reason)) delta["content"] = text;
+    if (!text.empty()) delta["content"] = text;
     choice["delta"] = delta;
   } else {
     choice["text"] = text;
   }
-  return {{"id", id},
-          {"object", request.chat ? "chat.completion.chunk" : "text_completion"},
-          {"created", created},
-          {"model", model},
-          {"choices", json::array({choice})}};
+  return chunk_of(header, request.chat ? "chat.completion.chunk" : "text_completion", std::move(choice));
+}
+
+json stream_role_chunk(const ResponseHeader& header) {
+  return chunk_of(header, "chat.completion.chunk",
+                  {{"index", 0},
+                   {"finish_reason", nullptr},
+                   {"logprobs", nullptr},
+                   {"delta", {{"role", "assistant"}, {"content", nullptr}}}});
 }
 
 }  // namespace mkv::serve

@@ -112,9 +112,18 @@ nlohmann::json usage_json(const CompletionOutcome& outcome);
 // llama-server's "timings": prompt_n, prompt_ms, prompt_per_token_ms, prompt_per_second and the
 // same four for predicted_*.
 nlohmann::json timings_json(const CompletionOutcome& outcome);
+// The OpenAI fields every response and stream chunk carries: id, object, created, model and
+// system_fingerprint (the build).
+struct ResponseHeader {
+  std::string id;
+  int64_t created = 0;
+  std::string model;
+  std::string system_fingerprint;
+};
+
 // A complete (non-streamed) response: "text_completion" or "chat.completion".
 nlohmann::json completion_response(const CompletionRequest& request, const CompletionOutcome& outcome,
-                                   const std::string& id, int64_t created, const std::string& model);
+                                   const ResponseHeader& header);
 // OpenAI's logprobs of these reply tokens: a completion's {tokens, token_logprobs, top_logprobs
 // (null when no alternatives were asked), text_offset (from first_offset: the reply's bytes
 // before them)}, a chat reply's {content: [{token, logprob, bytes, top_logprobs}]}.
@@ -132,11 +141,12 @@ nlohmann::json native_response(const CompletionOutcome& outcome, const std::stri
 nlohmann::json native_stream_piece(const CompletionRequest& request, const std::string& text,
                                    std::span<const TokenLogprob> logprobs);
 // One stream chunk: a text delta (finish_reason null), or the final chunk (finish_reason set,
-// empty delta). `first` adds the assistant role to a chat delta. `logprobs`: the chunk's
-// choice.logprobs (openai_logprobs of its tokens), null when the request asked none.
-nlohmann::json stream_chunk(const CompletionRequest& request, const std::string& id, int64_t created,
-                            const std::string& model, const std::string& text, bool first,
-                            const std::optional<std::string>& finish_reason,
-                            const nlohmann::json& logprobs = nullptr);
+// empty delta). `logprobs`: the chunk's choice.logprobs (openai_logprobs of its tokens), null when
+// the request asked none.
+nlohmann::json stream_chunk(const CompletionRequest& request, const ResponseHeader& header, const std::string& text,
+                            const std::optional<std::string>& finish_reason, const nlohmann::json& logprobs = nullptr);
+// A chat stream's first chunk, before any text: the delta {"role": "assistant", "content": null}
+// (llama-server's and OpenAI's).
+nlohmann::json stream_role_chunk(const ResponseHeader& header);
 
 }  // namespace mkv::serve

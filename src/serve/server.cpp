@@ -453,9 +453,9 @@ struct Server::State {
         throw ApiError(400, "invalid_request_error", e.what(), "temperature");
       }
     }());
-    const std::string id = fmt::format("{}-{}", chat ? "chatcmpl" : "cmpl", ++request_count);
-    const int64_t created = unix_seconds();
-    const std::string model_name = r.model.empty() ? options.model_name : r.model;
+    const ResponseHeader header{fmt::format("{}-{}", chat ? "chatcmpl" : "cmpl", ++request_count), unix_seconds(),
+                                r.model.empty() ? options.model_name : r.model, options.system_fingerprint};
+    const std::string& model_name = header.model;
     const std::vector<int32_t> tokens = prompt_tokens(r);
     const std::shared_ptr<Press> press_object(press.make_or_null().release());
     const KvNeed need = kv_need(r, press_object.get(), press, int64_t(tokens.size()));
@@ -496,7 +496,7 @@ struct Server::State {
               [&](std::string_view, std::span<const TokenLogprob>) { return !client->gone(); });
       if (out.cancelled) return;  // nobody to reply to
       send_json(res, 200, r.native ? native_response(out, model_name, out.text)
-                                   : completion_response(r, out, id, created, model_name));
+                                   : completion_response(r, out, header));
       return;
     }
     // Server-sent events; the provider runs on this connection's thread after the handler returns
@@ -504,7 +504,7 @@ struct Server::State {
     res.set_header("Cache-Control", "no-cache");
     res.set_chunked_content_provider(
         "text/event-stream",
-        [this, r, press_object, reservation, tokens, sampler, held, id, created, model_name, client](
+        [this, r, press_object, reservation, tokens, sampler, held, header, client](
             size_t, httplib::DataSink& sink) {
           auto event = [&](const json& body) {
             const std::string line = "data: " + dump(body) + "\n\n";
@@ -514,10 +514,11 @@ struct Server::State {
             cancelled_before_start();
             return false;
           }
+          const std::string& model_name = header.model;
           {
             const GaugeHold processing(requests_processing);  // given back before the stream ends
             try {
-              bool first = true, connected = true;
+              bool connected = !r.chat || r.native || event(stream_role_chunk(header));  // the role, before any text
               std::size_t streamed_bytes = 0;  // the reply's bytes before this piece (completions' text_offset)
               const CompletionOutcome out = run(r, press_object.get(), tokens, *sampler, *reservation, *client,
                                                 [&](std::string_view piece, std::span<const TokenLogprob> logprobs) {
@@ -525,11 +526,10 @@ struct Server::State {
                 auto chunk = [&] {
                   if (r.native) return native_stream_piece(r, text, logprobs);
                   const json chunk_logprobs = r.logprobs >= 0 ? openai_logprobs(r, logprobs, streamed_bytes) : json(nullptr);
-                  return stream_chunk(r, id, created, model_name, text, first, std::nullopt, chunk_logprobs);
+                  return stream_chunk(r, header, text, std::nullopt, chunk_logprobs);
                 };
-                connected = !client->gone() && event(chunk());
+                connected = connected && !client->gone() && event(chunk());
                 streamed_bytes += text.size();
-                first = false;
                 return connected;
               });
               connected = connected && !out.cancelled;  // its client left while it waited for its prefill turn
@@ -538,10 +538,12 @@ struct Server::State {
                 last.erase("completion_probabilities");  // the pieces carried them
                 event(last);
               } else if (connected) {
-                event(stream_chunk(r, id, created, model_name, "", first, out.finish_reason));
+                event(stream_chunk(r, header, "", out.finish_reason));
                 if (r.include_usage)
-                  event({{"id", id}, {"object", r.chat ? "chat.completion.chunk" : "text_completion"}, {"created", created},
-                         {"model", model_name}, {"choices", json::array()}, {"usage", usage_json(out)}});
+                  event({{"id", header.id}, {"object", r.chat ? "chat.completion.chunk" : "text_completion"},
+                         {"created", header.created}, {"model", model_name},
+                         {"system_fingerprint", header.system_fingerprint}, {"choices", json::array()},
+                         {"usage", usage_json(out)}});
                 const std::string done = "data: [DONE]\n\n";
                 sink.write(done.data(), done.size());
               }
@@ -695,6 +697,7 @@ Server::Server(Transformer& model, const Tokenizer& tokenizer, ServerOptions opt
                              {"kv_press", s.options.press.spec()}}}}},
                {"total_slots", s.options.parallel},
                {"model_alias", s.options.model_name},
+               {"model_path", s.options.model_path},
                // The --chat-template override's name, else the model's template text (may be empty).
                {"chat_template", s.options.chat_template.empty() ? s.tokenizer.vocab().chat_template : s.options.chat_template},
                {"modalities", {{"vision", false}, {"audio", false}}}});
@@ -725,9 +728,10 @@ Server::Server(Transformer& model, const Tokenizer& tokenizer, ServerOptions opt
   post("/v1/completions", [&s](const httplib::Request& req, const std::string& body, httplib::Response& res) {
     s.completion(req, body, res, Api::Completions);
   });
-  post("/v1/chat/completions", [&s](const httplib::Request& req, const std::string& body, httplib::Response& res) {
-    s.completion(req, body, res, Api::Chat);
-  });
+  for (const char* chat : {"/v1/chat/completions", "/chat/completions"})  // llama-server answers both
+    post(chat, [&s](const httplib::Request& req, const std::string& body, httplib::Response& res) {
+      s.completion(req, body, res, Api::Chat);
+    });
   for (const char* native : {"/completion", "/completions"})  // llama-server answers both
     post(native, [&s](const httplib::Request& req, const std::string& body, httplib::Response& res) {
       s.completion(req, body, res, Api::Native);

@@ -48,6 +48,8 @@ struct ServerOptions {
   int body_timeout_seconds = 60;        // a request's body is due whole this long after its reading began
   std::size_t max_body_bytes = 8 << 20; // larger request bodies get 413
   std::string model_name = "model";     // /v1/models id and the responses' "model"
+  std::string model_path;               // /props model_path
+  std::string system_fingerprint;       // the OpenAI responses' system_fingerprint: the build
   std::string chat_template;            // override of the model's template (llama3 | chatml | qwen3)
   PressConfig press;                    // the default compression (--press with its budget, which
                                         // request presses without one take)

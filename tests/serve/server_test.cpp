@@ -167,6 +167,37 @@ TEST_F(Serve, StreamedChunksCarryTheSameTextAndEndWithDone) {
 // stop_type ("limit", "word" and its stopping_word), the token counts and timings; its stream is
 // {"content", "stop": false} events and a last one with "stop": true and no [DONE]. /completions
 // answers the same.
+TEST(ServeShapes, ChatStreamsOpenWithTheRoleAndEveryResponseNamesTheBuild) {
+  test::ServerProcess server({"-m", test::trained_model_path(), "--chat-template", "chatml"});
+  httplib::Client c("127.0.0.1", server.port());
+  c.set_read_timeout(60);
+  const json request = {{"messages", {{{"role", "user"}, {"content", "Tell me a story."}}}},
+                        {"max_tokens", 6}, {"temperature", 0}};
+  // /chat/completions without /v1 is the same route (llama-server's), and names the build.
+  const json whole = post(c, "/chat/completions", request);
+  EXPECT_EQ(post(c, "/v1/chat/completions", request)["choices"], whole["choices"]);  // greedy: the same reply
+  EXPECT_TRUE(whole["system_fingerprint"].get<std::string>().starts_with("momentkv-")) << whole.dump();
+  json streamed = request;
+  streamed["stream"] = true;
+  const auto res = c.Post("/v1/chat/completions", streamed.dump(), "application/json");
+  ASSERT_TRUE(res);
+  const std::vector<json> events = events_of(res->body);
+  ASSERT_GE(events.size(), 3u);
+  // The first chunk carries the role only, the rest the text without it (OpenAI's and llama-server's).
+  EXPECT_EQ(events[0]["choices"][0]["delta"], (json{{"role", "assistant"}, {"content", nullptr}})) << events[0].dump();
+  std::string text;
+  for (std::size_t i = 1; i + 1 < events.size(); ++i) {
+    const json& delta = events[i]["choices"][0]["delta"];
+    EXPECT_FALSE(delta.contains("role")) << events[i].dump();
+    if (delta.contains("content")) text += delta["content"].get<std::string>();
+    EXPECT_EQ(events[i]["system_fingerprint"], whole["system_fingerprint"]);
+  }
+  EXPECT_EQ(text, whole["choices"][0]["message"]["content"]);
+  EXPECT_EQ(events.back(), "[DONE]");
+  const json props = json::parse(c.Get("/props")->body);
+  EXPECT_EQ(props["model_path"], test::trained_model_path());
+}
+
 TEST_F(Serve, NativeCompletionSpeaksLlamaServersShape) {
   auto c = client();
   const json openai = post(c, "/v1/completions", {{"prompt", "Once upon a time"}, {"max_tokens", 12}, {"temperature", 0}});
