@@ -505,7 +505,7 @@ struct Server::State {
     res.set_chunked_content_provider(
         "text/event-stream",
         [this, r, press_object, reservation, tokens, sampler, held, header, client](
-            size_t, httplib::DataSink& sink) {
+            size_t, httplib::DataSink& sink) mutable {
           auto event = [&](const json& body) {
             const std::string line = "data: " + dump(body) + "\n\n";
             return sink.is_writable() && sink.write(line.data(), line.size());
@@ -532,6 +532,10 @@ struct Server::State {
                 streamed_bytes += text.size();
                 return connected;
               });
+              // The slot and the KV memory are free before the last events go out: a client that
+              // sends its next request as soon as it reads [DONE] finds the slot free.
+              held.reset();
+              reservation.reset();
               connected = connected && !out.cancelled;  // its client left while it waited for its prefill turn
               if (connected && r.native) {  // llama-server's native stream ends with stop: true, no [DONE]
                 json last = native_response(out, model_name, "");
