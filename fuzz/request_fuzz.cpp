@@ -54,6 +54,8 @@ void check_parsed(const mkv::serve::CompletionRequest& r, int n_vocab) {
   (void)mkv::serve::completion_response(r, outcome, header).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   (void)mkv::serve::stream_chunk(r, header, outcome.text, std::nullopt)
       .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  (void)mkv::serve::native_response(r, outcome, "model", outcome.text)
+      .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 }  // namespace

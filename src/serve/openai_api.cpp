@@ -111,11 +111,12 @@ std::string bounded_message(std::string_view message) {
 }
 
 json error_body(const ApiError& error) {
-  return {{"error",
-           {{"message", bounded_message(error.what())},
-            {"type", error.type},
-            {"param", error.param.empty() ? json(nullptr) : json(error.param)},
-            {"code", error.status}}}};
+  json fields = {{"message", bounded_message(error.what())},
+                 {"type", error.type},
+                 {"param", error.param.empty() ? json(nullptr) : json(error.param)},
+                 {"code", error.status}};
+  fields.update(error.extra);
+  return {{"error", std::move(fields)}};
 }
 
 std::vector<int32_t> token_ids(const json& array, int n_vocab, const std::string& where, const std::string& param) {
@@ -132,6 +133,62 @@ std::vector<int32_t> token_ids(const json& array, int n_vocab, const std::string
   return ids;
 }
 
+namespace {
+
+// Fields of OpenAI's and llama-server's requests that would change the reply and that momentkv does
+// not implement: given with any value but the one that changes nothing, they are refused (400
+// naming the field) rather than ignored. Fields that change only speed or bookkeeping
+// (cache_prompt, id_slot, n_keep, user, ...) are accepted.
+struct UnsupportedField {
+  const char* key;
+  const char* what;                        // why it is refused, for the message
+  bool (*neutral)(const json& value);      // the value that asks for nothing (accepted)
+};
+
+bool is_false(const json& v) { return v.is_boolean() && !v.get<bool>(); }
+bool is_empty(const json& v) {  // json::empty() is false for every string
+  return v.is_string() ? v.get_ref<const std::string&>().empty() : (v.is_array() || v.is_object()) && v.empty();
+}
+template <int N, int D = 1>
+bool equals(const json& v) { return v.is_number() && v.get<double>() == double(N) / D; }
+
+constexpr UnsupportedField kUnsupported[] = {
+    {"grammar", "GBNF grammars are not implemented yet", is_empty},
+    {"json_schema", "JSON-schema constrained decoding is not implemented yet", is_empty},
+    {"response_format", "only {\"type\": \"text\"} is supported (JSON modes are not implemented yet)",
+     [](const json& v) { return v.is_object() && v.size() == 1 && v.contains("type") && v["type"] == "text"; }},
+    {"logit_bias", "logit_bias is not implemented yet", is_empty},
+    {"presence_penalty", "presence_penalty is not implemented (0 only)", equals<0>},
+    {"frequency_penalty", "frequency_penalty is not implemented (0 only)", equals<0>},
+    {"repeat_penalty", "repeat_penalty is not implemented (1 only)", equals<1>},
+    {"mirostat", "mirostat sampling is not implemented (0 only)", equals<0>},
+    {"typical_p", "typical_p is not implemented (1 only)", equals<1>},
+    {"dynatemp_range", "dynamic temperature is not implemented (0 only)", equals<0>},
+    {"xtc_probability", "XTC sampling is not implemented (0 only)", equals<0>},
+    {"dry_multiplier", "DRY sampling is not implemented (0 only)", equals<0>},
+    {"top_n_sigma", "top-n-sigma sampling is not implemented (-1 only)", equals<-1>},
+    {"samplers", "a custom sampler order is not supported", is_empty},
+    {"tools", "tool calls are not implemented", is_empty},
+    {"functions", "function calls are not implemented", is_empty},
+    {"suffix", "insertion (suffix) is not supported", is_empty},
+    {"best_of", "best_of is not supported (1 only)", equals<1>},
+    {"return_tokens", "return_tokens is not implemented", is_false},
+    {"post_sampling_probs", "post_sampling_probs is not implemented", is_false},
+    {"response_fields", "response_fields is not implemented", is_empty},
+    {"return_progress", "return_progress is not implemented", is_false},
+    {"lora", "LoRA adapters are not supported", is_empty},
+    {"image_data", "images are not supported", is_empty},
+    {"multimodal_data", "multimodal input is not supported", is_empty},
+};
+
+void refuse_unsupported(const json& body) {
+  for (const UnsupportedField& f : kUnsupported)
+    if (given(body, f.key) && !f.neutral(body[f.key]))
+      bad(f.key, fmt::format("'{}' is not supported: {}; leave it out", f.key, f.what));
+}
+
+}  // namespace
+
 CompletionRequest parse_completion_request(const std::string& body, bool chat, uint64_t random_seed, int n_vocab) {
   json j;
   try {
@@ -140,6 +197,7 @@ CompletionRequest parse_completion_request(const std::string& body, bool chat, u
     bad("", fmt::format("the request body is not valid JSON ({})", parse_error_text(e)));
   }
   if (!j.is_object()) bad("", "the request body must be a JSON object");
+  refuse_unsupported(j);
   CompletionRequest r;
   r.chat = chat;
   r.sampling.seed = random_seed;
@@ -359,9 +417,25 @@ json timings_json(const CompletionOutcome& o) {
   return timings;
 }
 
-json native_response(const CompletionOutcome& o, const std::string& model, const std::string& content) {
+json native_response(const CompletionRequest& r, const CompletionOutcome& o, const std::string& model,
+                     const std::string& content) {
+  // The shortest decimal that reads back as the float (0.8, not 0.800000011920929).
+  const auto shortest = [](float x) { return std::stod(fmt::format("{}", x)); };
   json body = {{"index", 0},
                {"content", content},
+               {"tokens", json::array()},  // llama-server fills it only for return_tokens, which is refused
+               {"has_new_line", content.find('\n') != std::string::npos},
+               {"generation_settings", {{"n_predict", r.max_tokens},
+                                        {"seed", r.sampling.seed},
+                                        {"temperature", shortest(r.sampling.temperature)},
+                                        {"top_k", r.sampling.top_k},
+                                        {"top_p", shortest(r.sampling.top_p)},
+                                        {"min_p", shortest(r.sampling.min_p)},
+                                        {"stop", r.stop},
+                                        {"ignore_eos", r.ignore_eos},
+                                        {"n_probs", std::max(r.logprobs, 0)},
+                                        {"stream", r.stream},
+                                        {"kv_press", o.press}}},
                {"stop", true},
                {"model", model},
                {"stop_type", o.stop_type},

@@ -27,9 +27,10 @@ class ApiError : public std::runtime_error {
   int status;
   std::string type;   // invalid_request_error, authentication_error, not_found_error, ...
   std::string param;  // the request field at fault; empty when none
+  nlohmann::json extra = nlohmann::json::object();  // more fields of the error object (llama-server's)
 };
 
-// {"error": {"message", "type", "param", "code"}} (param null when empty).
+// {"error": {"message", "type", "param", "code", ...extra}} (param null when empty).
 nlohmann::json error_body(const ApiError& error);
 
 // A request's JSON value as an error message shows it: a number, true, false or null as written; a
@@ -135,7 +136,8 @@ nlohmann::json native_probabilities(std::span<const TokenLogprob> logprobs);
 // POST /completion's response (llama-server's native shape): content, stop, stop_type,
 // stopping_word, tokens_predicted, tokens_evaluated, timings, and usage's KV fields. `content`
 // is the reply, or "" as the last event of a stream.
-nlohmann::json native_response(const CompletionOutcome& outcome, const std::string& model, const std::string& content);
+nlohmann::json native_response(const CompletionRequest& request, const CompletionOutcome& outcome,
+                               const std::string& model, const std::string& content);
 // One event of a POST /completion stream before its last: {"index": 0, "content": text, "stop": false},
 // with the completion_probabilities of its tokens when the request asked (n_probs).
 nlohmann::json native_stream_piece(const CompletionRequest& request, const std::string& text,

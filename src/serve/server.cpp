@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/message_text.h"
 #include "core/threading.h"
 #include "engine/generation.h"
 #include "engine/model_runner.h"
@@ -348,10 +349,13 @@ struct Server::State {
     std::vector<int32_t> tokens =
         r.prompt_ids.empty() ? tokenizer.encode(prompt, /*add_special=*/true, /*parse_special=*/r.chat) : r.prompt_ids;
     if (tokens.empty()) throw ApiError(400, "invalid_request_error", "the prompt is empty", r.chat ? "messages" : "prompt");
-    if (int64_t(tokens.size()) >= n_ctx)
-      throw ApiError(400, "exceed_context_size_error",
+    if (int64_t(tokens.size()) >= n_ctx) {
+      ApiError error(400, "exceed_context_size_error",
                      fmt::format("the prompt has {} tokens, the context holds {}", tokens.size(), n_ctx),
                      r.chat ? "messages" : "prompt");
+      error.extra = {{"n_prompt_tokens", tokens.size()}, {"n_ctx", n_ctx}};  // llama-server's fields
+      throw error;
+    }
     return tokens;
   }
 
@@ -495,7 +499,7 @@ struct Server::State {
           run(r, press_object.get(), tokens, *sampler, *reservation, *client,
               [&](std::string_view, std::span<const TokenLogprob>) { return !client->gone(); });
       if (out.cancelled) return;  // nobody to reply to
-      send_json(res, 200, r.native ? native_response(out, model_name, out.text)
+      send_json(res, 200, r.native ? native_response(r, out, model_name, out.text)
                                    : completion_response(r, out, header));
       return;
     }
@@ -538,7 +542,7 @@ struct Server::State {
               reservation.reset();
               connected = connected && !out.cancelled;  // its client left while it waited for its prefill turn
               if (connected && r.native) {  // llama-server's native stream ends with stop: true, no [DONE]
-                json last = native_response(out, model_name, "");
+                json last = native_response(r, out, model_name, "");
                 last.erase("completion_probabilities");  // the pieces carried them
                 event(last);
               } else if (connected) {
@@ -744,8 +748,25 @@ Server::Server(Transformer& model, const Tokenizer& tokenizer, ServerOptions opt
     const json body = json::parse(text, nullptr, /*allow_exceptions=*/false);
     if (!body.is_object() || !body.contains("content") || !body["content"].is_string())
       throw ApiError(400, "invalid_request_error", "the body must be {\"content\": \"text\"}", "content");
-    const bool add_special = body.contains("add_special") && body["add_special"].is_boolean() && body["add_special"].get<bool>();
-    send_json(res, 200, {{"tokens", s.tokenizer.encode(body["content"].get<std::string>(), add_special, true)}});
+    const auto flag = [&](const char* key) { return body.contains(key) && body[key].is_boolean() && body[key].get<bool>(); };
+    const std::vector<int32_t> ids = s.tokenizer.encode(body["content"].get<std::string>(), flag("add_special"), true);
+    if (!flag("with_pieces")) return send_json(res, 200, {{"tokens", ids}});
+    // llama-server's with_pieces: each token's piece, a string when it is whole UTF-8, else its bytes.
+    json tokens = json::array();
+    for (const int32_t id : ids) {
+      const std::string piece = s.tokenizer.token_to_piece(id, /*render_special=*/true);
+      bool whole = true;
+      for (std::size_t i = 0; i < piece.size() && whole;) {
+        const std::size_t n = utf8_sequence_length(piece, i);
+        whole = n > 0;
+        i += n;
+      }
+      json bytes = json::array();
+      if (!whole)
+        for (const char c : piece) bytes.push_back(int(static_cast<unsigned char>(c)));
+      tokens.push_back({{"id", id}, {"piece", whole ? json(piece) : bytes}});
+    }
+    send_json(res, 200, {{"tokens", tokens}});
   });
   post("/detokenize", [&s](const httplib::Request&, const std::string& text, httplib::Response& res) {
     const json body = json::parse(text, nullptr, /*allow_exceptions=*/false);

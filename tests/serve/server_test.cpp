@@ -393,7 +393,10 @@ TEST_F(Serve, BadRequestsGetOpenAIErrorsAndTheServerKeepsServing) {
                "kv_compression_ratio");
   std::string long_prompt;
   for (int i = 0; i < 1500; ++i) long_prompt += "Tom had a big red ball. ";
-  expect_error(post(c, "/v1/completions", with("prompt", long_prompt), 400), 400, "exceed_context_size_error", "prompt");
+  const json too_long = post(c, "/v1/completions", with("prompt", long_prompt), 400);
+  expect_error(too_long, 400, "exceed_context_size_error", "prompt");
+  EXPECT_GT(too_long["error"]["n_prompt_tokens"].get<int>(), 2048) << too_long.dump();  // llama-server's fields
+  EXPECT_EQ(too_long["error"]["n_ctx"], 2048);
   expect_error(post(c, "/v1/chat/completions", {{"messages", "hi"}}, 400), 400, "invalid_request_error", "messages");
   expect_error(post(c, "/v1/chat/completions", {{"messages", {{{"role", "user"}, {"content", "hi"}}}}}, 400), 400,
                "invalid_request_error", "messages");  // this model has no chat template
@@ -602,6 +605,15 @@ TEST_F(Serve, TokenizeAndDetokenizeRoundTrip) {
   ASSERT_TRUE(tokens["tokens"].is_array());
   EXPECT_FALSE(tokens["tokens"].empty());
   EXPECT_EQ(post(c, "/detokenize", {{"tokens", tokens["tokens"]}})["content"], "Once upon a time");
+  // with_pieces (llama-server's): each id with its piece; the pieces make the text.
+  const json pieces = post(c, "/tokenize", {{"content", "Once upon a time"}, {"with_pieces", true}});
+  ASSERT_EQ(pieces["tokens"].size(), tokens["tokens"].size()) << pieces.dump();
+  std::string text;
+  for (std::size_t i = 0; i < pieces["tokens"].size(); ++i) {
+    EXPECT_EQ(pieces["tokens"][i]["id"], tokens["tokens"][i]);
+    text += pieces["tokens"][i]["piece"].get<std::string>();
+  }
+  EXPECT_EQ(text, " Once upon a time");  // SentencePiece's leading space, which decode drops
 }
 
 // A completion's prompt may be token ids (OpenAI's and llama-server's API): fed as they are, they
