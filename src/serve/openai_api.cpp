@@ -157,7 +157,6 @@ constexpr UnsupportedField kUnsupported[] = {
     {"json_schema", "JSON-schema constrained decoding is not implemented yet", is_empty},
     {"response_format", "only {\"type\": \"text\"} is supported (JSON modes are not implemented yet)",
      [](const json& v) { return v.is_object() && v.size() == 1 && v.contains("type") && v["type"] == "text"; }},
-    {"logit_bias", "logit_bias is not implemented yet", is_empty},
     {"presence_penalty", "presence_penalty is not implemented (0 only)", equals<0>},
     {"frequency_penalty", "frequency_penalty is not implemented (0 only)", equals<0>},
     {"repeat_penalty", "repeat_penalty is not implemented (1 only)", equals<1>},
@@ -180,6 +179,51 @@ constexpr UnsupportedField kUnsupported[] = {
     {"image_data", "images are not supported", is_empty},
     {"multimodal_data", "multimodal input is not supported", is_empty},
 };
+
+// logit_bias as OpenAI gives it, {"15": -100} (a token id as a decimal key), or as llama-server
+// does, also [[15, -1.5], ["Hello", false]] and text keys: a bias is a number, or false to ban the
+// token; a text's tokens each get its bias.
+void parse_logit_bias(const json& value, int n_vocab, CompletionRequest& r) {
+  constexpr std::size_t kMaxEntries = 4096;
+  constexpr double kMaxBias = 1e9;
+  const auto bias_of = [](const json& v, const std::string& where) -> float {
+    if (v.is_boolean() && !v.get<bool>()) return -std::numeric_limits<float>::infinity();
+    if (!v.is_number() || !(std::fabs(v.get<double>()) <= kMaxBias))
+      bad("logit_bias", fmt::format("{} must be a number in [-1e9, 1e9], or false to ban the token; got {}", where,
+                                    shown(v)));
+    return float(v.get<double>());
+  };
+  const auto add = [&](const json& token, float bias, const std::string& where) {
+    // A decimal key or an integer is a token id; any other text is tokenized.
+    const bool decimal_text = token.is_string() && !token.get_ref<const std::string&>().empty() &&
+                              token.get_ref<const std::string&>().find_first_not_of("0123456789") == std::string::npos;
+    if (token.is_number_integer() || decimal_text) {
+      const double id = !token.is_string() ? token.get<double>()
+                        : token.get_ref<const std::string&>().size() > 10 ? double(n_vocab)  // out of range
+                                                                           : std::stod(token.get<std::string>());
+      if (!(id >= 0 && id < n_vocab))
+        bad("logit_bias", fmt::format("{}: token id {} is outside the vocabulary [0, {})", where, shown(token), n_vocab));
+      r.sampling.logit_bias.emplace_back(int32_t(id), bias);
+    } else if (token.is_string()) {
+      r.logit_bias_text.emplace_back(token.get<std::string>(), bias);
+    } else {
+      bad("logit_bias", fmt::format("{}: a token must be an id or a text, got {}", where, shown(token)));
+    }
+  };
+  if (value.is_object()) {
+    if (value.size() > kMaxEntries) bad("logit_bias", fmt::format("'logit_bias' has more than {} entries", kMaxEntries));
+    for (const auto& [key, bias] : value.items()) add(json(key), bias_of(bias, "logit_bias[\"" + key + "\"]"), "logit_bias");
+  } else if (value.is_array()) {
+    if (value.size() > kMaxEntries) bad("logit_bias", fmt::format("'logit_bias' has more than {} entries", kMaxEntries));
+    for (std::size_t i = 0; i < value.size(); ++i) {
+      const std::string where = fmt::format("logit_bias[{}]", i);
+      if (!value[i].is_array() || value[i].size() != 2) bad("logit_bias", where + " must be [token, bias]");
+      add(value[i][0], bias_of(value[i][1], where + "[1]"), where);
+    }
+  } else {
+    bad("logit_bias", "'logit_bias' must be an object {\"token id\": bias} or a list of [token, bias]");
+  }
+}
 
 void refuse_unsupported(const json& body) {
   for (const UnsupportedField& f : kUnsupported)
@@ -273,6 +317,7 @@ CompletionRequest parse_completion_request(const std::string& body, bool chat, u
     if (given(j, "n_probs"))  // llama-server: 0 asks for none
       if (const int n = int(integer(j, "n_probs", 0, kMaxTopLogprobs)); n > 0) r.logprobs = n;
   }
+  if (given(j, "logit_bias")) parse_logit_bias(j["logit_bias"], n_vocab, r);
   if (given(j, "echo") && boolean(j, "echo")) bad("echo", "'echo' is not supported: the reply never repeats the prompt");
   if (given(j, "stream")) r.stream = boolean(j, "stream");
   if (given(j, "ignore_eos")) r.ignore_eos = boolean(j, "ignore_eos");
@@ -286,6 +331,18 @@ CompletionRequest parse_completion_request(const std::string& body, bool chat, u
     r.kv_compression_ratio = j["kv_compression_ratio"].get<double>();
   }
   return r;
+}
+
+void resolve_logit_bias(CompletionRequest& r, int n_vocab,
+                        const std::function<std::vector<int32_t>(const std::string&)>& tokenize) {
+  for (const auto& [text, bias] : r.logit_bias_text)
+    for (const int32_t id : tokenize(text)) r.sampling.logit_bias.emplace_back(id, bias);
+  r.logit_bias_text.clear();
+  std::vector<bool> banned(std::size_t(n_vocab), false);
+  int64_t bans = 0;
+  for (const auto& [id, bias] : r.sampling.logit_bias)
+    if (bias == -std::numeric_limits<float>::infinity() && !banned[std::size_t(id)]) banned[std::size_t(id)] = true, ++bans;
+  if (bans == n_vocab) bad("logit_bias", "'logit_bias' bans every token of the vocabulary");
 }
 
 PressConfig request_press(const CompletionRequest& request, const PressConfig& server_press) {

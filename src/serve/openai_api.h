@@ -58,6 +58,9 @@ struct CompletionRequest {
   int logprobs = -1;                   // -1: none; else each reply token's log-probability and this many
                                        // most probable alternatives (completions' logprobs: N, chat's
                                        // logprobs + top_logprobs, /completion's n_probs)
+  // logit_bias entries whose token is given as text (llama-server's): each of the text's tokens
+  // gets the bias (resolve_logit_bias); those given as ids are in sampling.logit_bias.
+  std::vector<std::pair<std::string, float>> logit_bias_text;
   std::string model;                   // echoed back ("" = the server's model name)
   // Compression extensions; absent = the server's --press / --kv-budget / --compression-ratio.
   std::optional<std::string> kv_press;
@@ -71,6 +74,12 @@ struct CompletionRequest {
 // A completion's prompt is a string, an array of one string, or token ids (an array of them, or
 // an array holding one such array, as OpenAI's batch of one), each below n_vocab.
 CompletionRequest parse_completion_request(const std::string& body, bool chat, uint64_t random_seed, int n_vocab);
+
+// Moves the request's text logit biases into sampling.logit_bias, `tokenize` giving each text's
+// tokens (encoded without special tokens, as llama-server does).
+// ApiError 400 when the biases ban every one of the n_vocab tokens.
+void resolve_logit_bias(CompletionRequest& request, int n_vocab,
+                        const std::function<std::vector<int32_t>(const std::string&)>& tokenize);
 
 // The request's press: its kv_press spec (else the server's), with its kv_budget /
 // kv_compression_ratio (else the spec's budget, else the server press's budget). ApiError 400

@@ -449,6 +449,7 @@ struct Server::State {
     const bool chat = api == Api::Chat;
     CompletionRequest r = parse_completion_request(body, chat, std::random_device{}(), tokenizer.n_vocab());
     r.native = api == Api::Native;
+    resolve_logit_bias(r, tokenizer.n_vocab(), [this](const std::string& text) { return tokenizer.encode(text, false, false); });
     const PressConfig press = request_press(r, options.press);
     auto sampler = std::make_shared<Sampler>([&] {
       try {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "core/error.h"
 
@@ -25,14 +26,28 @@ Sampler::Sampler(SamplerParams params) : params_(params), rng_(params.seed) {
             params.top_p);
   MKV_CHECK(params.min_p >= 0.0f && params.min_p <= 1.0f, "sampler: min_p must be in [0, 1], got {}",
             params.min_p);
+  for (const auto& [id, bias] : params.logit_bias)
+    MKV_CHECK(id >= 0 && !std::isnan(bias) && bias != std::numeric_limits<float>::infinity(),
+              "sampler: logit bias {} of token {} must be a number or -infinity (a ban), on an id >= 0", bias, id);
 }
 
 int32_t Sampler::sample(std::span<const float> logits) {
   MKV_CHECK(!logits.empty(), "sampler: no logits to sample from");
+  if (!params_.logit_bias.empty()) {
+    biased_.assign(logits.begin(), logits.end());
+    for (const auto& [id, bias] : params_.logit_bias) {
+      MKV_CHECK(std::size_t(id) < biased_.size(), "sampler: logit bias on token {}, outside the vocabulary (0..{})", id,
+                biased_.size() - 1);
+      biased_[id] += bias;
+    }
+    logits = biased_;
+    MKV_CHECK(logits[argmax(logits)] > -std::numeric_limits<float>::infinity(), "sampler: logit_bias bans every token");
+  }
   if (params_.temperature <= 0.0f) return argmax(logits);
   candidates_.resize(logits.size());
   for (size_t i = 0; i < logits.size(); ++i) candidates_[i] = {logits[i], static_cast<int32_t>(i)};
   size_t n = keep_top_k(logits.size());
+  while (n > 1 && candidates_[n - 1].logit == -std::numeric_limits<float>::infinity()) --n;  // banned: never drawn
   n = keep_top_p(n);
   n = keep_min_p(n);
   return draw(n);

@@ -1,10 +1,12 @@
-// Picks the next token from logits with llama.cpp's default chain: top-k -> top-p -> min-p ->
-// temperature -> seeded draw. Temperature <= 0 means greedy (argmax, lowest id on ties).
+// Picks the next token from logits with llama.cpp's default chain: logit bias -> top-k -> top-p ->
+// min-p -> temperature -> seeded draw. Temperature <= 0 means greedy (argmax of the biased logits,
+// lowest id on ties).
 #pragma once
 
 #include <cstdint>
 #include <random>
 #include <span>
+#include <utility>
 #include <vector>
 
 namespace mkv {
@@ -16,6 +18,9 @@ struct SamplerParams {
   float top_p = 0.95f;       // keep the smallest most-likely set whose probability reaches p; 1 = off
   float min_p = 0.05f;       // drop tokens less likely than min_p x the most likely one; 0 = off
   uint64_t seed = 0;         // same seed and logits => same tokens
+  // (token id, bias) added to those logits first (llama.cpp's logit-bias sampler); -infinity bans
+  // the token. An id may repeat: its biases add up.
+  std::vector<std::pair<int32_t, float>> logit_bias = {};
 };
 
 class Sampler {
@@ -25,6 +30,7 @@ class Sampler {
   explicit Sampler(SamplerParams params);
 
   // One token id in [0, logits.size()). Scratch grows on the first call only (per vocab size).
+  // MkvError when a biased id is outside the logits, or the biases ban every token.
   int32_t sample(std::span<const float> logits);
 
   const SamplerParams& params() const { return params_; }
@@ -43,6 +49,7 @@ class Sampler {
   SamplerParams params_;
   std::mt19937_64 rng_;
   std::vector<Candidate> candidates_;  // (n_vocab) scratch, most likely first after keep_top_k
+  std::vector<float> biased_;          // (n_vocab) the logits with logit_bias added
 };
 
 }  // namespace mkv

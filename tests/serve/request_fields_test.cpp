@@ -1,10 +1,13 @@
 // The request fields serve reads (src/serve/openai_api.cpp), without a server: fields that would
 // change the reply and are not implemented are refused with a 400 naming them, unless given with
-// the value that asks for nothing; llama-server's extra error and response fields.
+// the value that asks for nothing; logit_bias in both its forms; llama-server's extra error and
+// response fields.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <limits>
 #include <string>
+#include <vector>
 
 #include "serve/openai_api.h"
 
@@ -38,8 +41,6 @@ TEST(RequestFields, FieldsThatWouldChangeTheReplyAreRefusedNotIgnored) {
       {{"json_schema", {{"type", "object"}}}},
       {{"response_format", {{"type", "json_object"}}}},
       {{"response_format", {{"type", "json_schema"}, {"json_schema", {{"schema", json::object()}}}}}},
-      {{"logit_bias", {{"15", -100}}}},
-      {{"logit_bias", json::array({json::array({15, -100})})}},
       {{"presence_penalty", 0.5}},
       {{"frequency_penalty", -1}},
       {{"repeat_penalty", 1.1}},
@@ -107,6 +108,39 @@ TEST(RequestFields, NativeResponsesCarryLlamaServersFields) {
   EXPECT_EQ(settings["temperature"], 0.8);
   EXPECT_EQ(settings["stop"], json::array({"x"}));
   EXPECT_EQ(settings["seed"], 7);
+}
+
+TEST(RequestFields, LogitBiasInOpenAIsAndLlamaServersForms) {
+  const float ban = -std::numeric_limits<float>::infinity();
+  const CompletionRequest openai = parse({{"logit_bias", {{"15", -100}, {"3", 5.5}}}});
+  EXPECT_EQ(openai.sampling.logit_bias, (std::vector<std::pair<int32_t, float>>{{15, -100.0f}, {3, 5.5f}}));
+  CompletionRequest llama = parse({{"logit_bias", json::array({json::array({15, false}), json::array({"Once", 2}),
+                                                               json::array({4, -1.5})})}});
+  EXPECT_EQ(llama.sampling.logit_bias, (std::vector<std::pair<int32_t, float>>{{15, ban}, {4, -1.5f}}));
+  ASSERT_EQ(llama.logit_bias_text.size(), 1u);
+  resolve_logit_bias(llama, kVocab, [](const std::string& text) {
+    EXPECT_EQ(text, "Once");
+    return std::vector<int32_t>{40, 41};
+  });
+  EXPECT_EQ(llama.sampling.logit_bias,
+            (std::vector<std::pair<int32_t, float>>{{15, ban}, {4, -1.5f}, {40, 2.0f}, {41, 2.0f}}));
+  EXPECT_TRUE(llama.logit_bias_text.empty());
+  // Bad forms: a 400 naming logit_bias.
+  for (const json& bad : {json{{"logit_bias", {{"999", 1}}}}, json{{"logit_bias", {{"15", "x"}}}},
+                          json{{"logit_bias", {{"15", true}}}}, json{{"logit_bias", json::array({json::array({15})})}},
+                          json{{"logit_bias", json::array({json::array({1.5, 1})})}}, json{{"logit_bias", 3}},
+                          json{{"logit_bias", {{"99999999999999999999999999", 1}}}}, json{{"logit_bias", {{"1", 1e300}}}}}) {
+    try {
+      parse(bad);
+      ADD_FAILURE() << "accepted " << bad.dump();
+    } catch (const ApiError& e) {
+      EXPECT_EQ(e.param, "logit_bias") << bad.dump();
+    }
+  }
+  json ban_all = json::object();
+  for (int id = 0; id < kVocab; ++id) ban_all[std::to_string(id)] = false;
+  CompletionRequest all = parse({{"logit_bias", ban_all}});
+  EXPECT_THROW(resolve_logit_bias(all, kVocab, [](const std::string&) { return std::vector<int32_t>{}; }), ApiError);
 }
 
 }  // namespace

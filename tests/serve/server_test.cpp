@@ -599,6 +599,28 @@ TEST_F(Serve, LoadOf200RequestsFrom16ClientsWithoutFailuresOrGrowth) {
   EXPECT_LT(rss_second - rss_first, 4 * 1024) << "the server's memory grew by more than 4 MiB over 200 requests";
 }
 
+TEST_F(Serve, LogitBiasSteersAndBansTokens) {
+  auto c = client();
+  const json once = post(c, "/tokenize", {{"content", "Once"}});
+  ASSERT_EQ(once["tokens"].size(), 1u);
+  const int32_t id = once["tokens"][0];
+  const json steered = post(c, "/v1/completions", {{"prompt", "Lily went"}, {"max_tokens", 3}, {"temperature", 0},
+                                                   {"logit_bias", {{std::to_string(id), 1000}}}});
+  EXPECT_EQ(steered["choices"][0]["text"], " Once Once Once") << steered.dump();
+  // The same as text, llama-server's form, and in the native route.
+  const json as_text = post(c, "/completion", {{"prompt", "Lily went"}, {"n_predict", 3}, {"temperature", 0},
+                                               {"logit_bias", json::array({json::array({"Once", 1000})})}});
+  EXPECT_EQ(as_text["content"], " Once Once Once") << as_text.dump();
+  // A ban moves greedy decoding off the token it would pick.
+  const json plain = post(c, "/completion", {{"prompt", "Once upon a"}, {"n_predict", 1}, {"temperature", 0}, {"n_probs", 1}});
+  const int32_t first = plain["completion_probabilities"][0]["id"];
+  const json banned = post(c, "/completion", {{"prompt", "Once upon a"}, {"n_predict", 1}, {"temperature", 0}, {"n_probs", 1},
+                                              {"logit_bias", json::array({json::array({first, false})})}});
+  EXPECT_NE(banned["completion_probabilities"][0]["id"], first) << banned.dump();
+  expect_error(post(c, "/v1/completions", {{"prompt", "x"}, {"logit_bias", {{"100000", 1}}}}, 400), 400,
+               "invalid_request_error", "logit_bias");
+}
+
 TEST_F(Serve, TokenizeAndDetokenizeRoundTrip) {
   auto c = client();
   const json tokens = post(c, "/tokenize", {{"content", "Once upon a time"}});

@@ -148,5 +148,37 @@ TEST(Sampler, RejectsInvalidParameters) {
   EXPECT_THROW(sampler.sample(std::span<const float>{}), MkvError);
 }
 
+TEST(Sampler, LogitBiasComesFirstInTheChainAndBansNeverDraw) {
+  const auto logits = random_logits(300, 5);
+  const int32_t best = int32_t(std::max_element(logits.begin(), logits.end()) - logits.begin());
+  const float inf = std::numeric_limits<float>::infinity();
+  // Greedy picks the argmax of the biased logits.
+  Sampler greedy({.temperature = 0.0f, .logit_bias = {{7, 1000.0f}}});
+  EXPECT_EQ(greedy.sample(logits), 7);
+  Sampler banned_best({.temperature = 0.0f, .logit_bias = {{best, -inf}}});
+  std::vector<float> without_best = logits;
+  without_best[best] = -inf;
+  EXPECT_EQ(banned_best.sample(logits), int32_t(std::max_element(without_best.begin(), without_best.end()) -
+                                                 without_best.begin()));
+  // Biases on one id add up; sampled, a ban is never drawn, even when top-k keeps more tokens
+  // than are allowed.
+  Sampler twice({.temperature = 0.0f, .logit_bias = {{9, 600.0f}, {9, 600.0f}, {7, 1000.0f}}});
+  EXPECT_EQ(twice.sample(logits), 9);
+  std::vector<std::pair<int32_t, float>> bans;
+  for (int32_t id = 0; id < 298; ++id) bans.emplace_back(id, -inf);  // only 298 and 299 stay
+  Sampler sampled({.temperature = 1.5f, .top_k = 40, .top_p = 1.0f, .min_p = 0.0f, .seed = 3, .logit_bias = bans});
+  for (int i = 0; i < 2000; ++i) EXPECT_GE(sampled.sample(logits), 298);
+  // A bias outside the logits, a ban of everything, and a bias that is no number are errors.
+  Sampler outside({.logit_bias = {{300, 1.0f}}});
+  EXPECT_THROW(outside.sample(logits), MkvError);
+  bans.emplace_back(298, -inf);
+  bans.emplace_back(299, -inf);
+  Sampler everything({.temperature = 0.0f, .logit_bias = bans});
+  EXPECT_THROW(everything.sample(logits), MkvError);
+  EXPECT_THROW(Sampler({.logit_bias = {{1, std::numeric_limits<float>::quiet_NaN()}}}), MkvError);
+  EXPECT_THROW(Sampler({.logit_bias = {{1, inf}}}), MkvError);
+  EXPECT_THROW(Sampler({.logit_bias = {{-1, 1.0f}}}), MkvError);
+}
+
 }  // namespace
 }  // namespace mkv
