@@ -37,6 +37,8 @@ int run_serve(const ServeOptions& o) {
   so.host = o.host;
   so.port = o.port;
   so.reuse_port = o.reuse_port;
+  so.metrics = o.metrics;
+  so.slots_endpoint = o.slots;
   so.system_fingerprint = "momentkv-" + build_commit();
   so.model_path = m.file->path();
   so.api_key = o.api_key;

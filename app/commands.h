@@ -247,6 +247,8 @@ struct ServeOptions {
   std::string host = "127.0.0.1";     // --host
   int port = 8080;                    // --port (0 = any free port)
   bool reuse_port = false;            // --reuse-port: SO_REUSEPORT
+  bool metrics = false;               // --metrics: the Prometheus endpoint
+  bool slots = true;                  // --slots / --no-slots: the slots endpoint
   int parallel = 1;                   // -np / --parallel
   double kv_memory_mib = 0;           // --kv-memory: cap on the KV bytes of all requests (0 = none)
   int queue = 16;                     // --queue: requests that may wait; more get 503

@@ -22,7 +22,7 @@ from serve_client import cpu_model, metric, post, start_server
 
 
 def server_command(args):
-    cmd = [args.binary, "serve", "-m", args.model, "--port", "0", "-np", str(args.slots), "--kv-memory",
+    cmd = [args.binary, "serve", "-m", args.model, "--port", "0", "--metrics", "-np", str(args.slots), "--kv-memory",
            str(args.kv_memory), "-ub", str(args.ubatch), "--queue", "24"]
     return cmd + (["--compress-chunks"] if args.compress_chunks else [])
 

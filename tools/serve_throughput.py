@@ -26,7 +26,7 @@ from serve_client import cpu_model, metric, post, start_server
 
 def measure(args, slots):
     """(aggregate tok/s, median latency s, largest decode batch, decode-only aggregate tok/s or None)."""
-    proc, port = start_server([args.binary, "serve", "-m", args.model, "--port", "0", "-np", str(slots)])
+    proc, port = start_server([args.binary, "serve", "-m", args.model, "--port", "0", "--metrics", "-np", str(slots)])
     try:
         words = "Once upon a time there was a little girl who loved to play in the park with her dog. "
         prompt = lambda i: f"Story {i}. " + words * max(1, args.prompt_tokens // 20)  # noqa: E731

@@ -290,7 +290,7 @@ struct Server::State {
   // /metrics counters
   std::atomic<int64_t> requests_total{0}, requests_cancelled_total{0}, prompt_tokens_total{0}, completion_tokens_total{0};
   std::atomic<int64_t> kv_bytes_held{0}, kv_bytes_full{0}, requests_processing{0};
-  std::atomic<double> decode_seconds_total{0.0};
+  std::atomic<double> decode_seconds_total{0.0}, prompt_seconds_total{0.0};
   std::unique_ptr<HeaderDeadline> header_deadline;  // made by bind(), once the port is known
   std::set<std::string> body_paths;                 // the POST routes that read a body
 
@@ -436,6 +436,7 @@ struct Server::State {
     kv_bytes_held = out.kv_bytes_held;
     kv_bytes_full = out.kv_bytes_full;
     decode_seconds_total = decode_seconds_total + g.decode_seconds;
+    prompt_seconds_total = prompt_seconds_total + g.prefill_seconds;
     return out;
   }
 
@@ -570,25 +571,38 @@ struct Server::State {
     auto metric = [&](const char* name, const char* type, const char* help, double value) {
       out += fmt::format("# HELP momentkv:{} {}\n# TYPE momentkv:{} {}\nmomentkv:{} {}\n", name, help, name, type, name, value);
     };
+    // Under llama-server's name too (its dashboards and tests read llamacpp:*).
+    auto both = [&](const char* name, const char* type, const char* help, double value) {
+      metric(name, type, help, value);
+      out += fmt::format("# HELP llamacpp:{} {}\n# TYPE llamacpp:{} {}\nllamacpp:{} {}\n", name, help, name, type, name, value);
+    };
     metric("requests_total", "counter", "generations run (to their end, or until their client left)", double(requests_total));
     metric("requests_cancelled_total", "counter",
            "generation requests stopped (or never started) because their client left", double(requests_cancelled_total));
-    metric("prompt_tokens_total", "counter", "prompt tokens processed", double(prompt_tokens_total));
-    metric("tokens_predicted_total", "counter", "tokens generated", double(completion_tokens_total));
-    metric("tokens_predicted_seconds_total", "counter", "seconds spent generating", decode_seconds_total.load());
+    both("prompt_tokens_total", "counter", "prompt tokens processed", double(prompt_tokens_total));
+    both("prompt_seconds_total", "counter", "seconds spent reading prompts (their compression included)",
+         prompt_seconds_total.load());
+    both("tokens_predicted_total", "counter", "tokens generated", double(completion_tokens_total));
+    both("tokens_predicted_seconds_total", "counter", "seconds spent generating", decode_seconds_total.load());
+    both("prompt_tokens_seconds", "gauge", "prompt tokens read per second, on average",
+         prompt_seconds_total.load() > 0 ? double(prompt_tokens_total) / prompt_seconds_total.load() : 0.0);
+    both("predicted_tokens_seconds", "gauge", "tokens generated per second, on average",
+         decode_seconds_total.load() > 0 ? double(completion_tokens_total) / decode_seconds_total.load() : 0.0);
     metric("kv_bytes_held", "gauge", "KV cache bytes the last request held after its prompt", double(kv_bytes_held));
     metric("kv_bytes_saved", "gauge", "KV cache bytes compression saved on the last request",
            double(kv_bytes_full - kv_bytes_held));
     metric("header_timeouts_total", "counter", "connections closed because a request's headers were late (408)",
            double(header_deadline ? header_deadline->closed() : 0));
-    metric("requests_processing", "gauge", "requests generating now", double(requests_processing));
-    metric("requests_deferred", "gauge", "requests waiting for KV memory or a slot", double(admission.waiting()));
+    both("requests_processing", "gauge", "requests generating now", double(requests_processing));
+    both("requests_deferred", "gauge", "requests waiting for KV memory or a slot", double(admission.waiting()));
     metric("slots_total", "gauge", "slots (-np)", double(options.parallel));
     metric("kv_bytes_reserved", "gauge", "KV bytes the requests in progress reserve (--kv-memory)", double(admission.reserved()));
     metric("kv_bytes_capacity", "gauge", "--kv-memory in bytes (0 = no cap)", double(admission.capacity()));
     metric("slots_busy", "gauge", "slots generating now", double(slots.busy()));
     const ModelRunner::Stats runs = runner.stats();
     metric("decode_batches_total", "counter", "batched decode passes over the weights", double(runs.decode_batches));
+    both("n_decode_total", "counter", "forward passes: decode batches and prompt chunks",
+         double(runs.decode_batches + runs.exclusive_jobs));
     metric("decode_batch_steps_total", "counter", "decode steps those passes ran", double(runs.decode_steps));
     metric("decode_batch_max", "gauge", "the largest decode batch so far", double(runs.max_batch));
     return out;
@@ -714,6 +728,8 @@ Server::Server(Transformer& model, const Tokenizer& tokenizer, ServerOptions opt
   // llama-server's /slots: per slot its id, context and whether a request holds it;
   // ?fail_on_no_slot=1 answers 503 when none is free (for a load balancer's health check).
   http.Get("/slots", [&s](const httplib::Request& req, httplib::Response& res) {
+    if (!s.options.slots_endpoint)
+      throw ApiError(501, "not_supported_error", "This server does not support slots endpoint. Start it with `--slots`");
     const std::vector<bool> held = s.slots.held();
     if (req.get_param_value("fail_on_no_slot") == "1" && std::find(held.begin(), held.end(), false) == held.end())
       throw ApiError(503, "unavailable_error", "no slot available");
@@ -776,6 +792,8 @@ Server::Server(Transformer& model, const Tokenizer& tokenizer, ServerOptions opt
     send_json(res, 200, {{"content", s.tokenizer.decode(token_ids(body["tokens"], s.tokenizer.n_vocab(), "tokens", "tokens"))}});
   });
   http.Get("/metrics", [&s](const httplib::Request&, httplib::Response& res) {
+    if (!s.options.metrics)
+      throw ApiError(501, "not_supported_error", "This server does not support metrics endpoint. Start it with `--metrics`");
     res.set_content(s.metrics(), "text/plain; version=0.0.4");
   });
 }

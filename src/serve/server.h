@@ -42,6 +42,8 @@ struct ServerOptions {
   std::string api_key;                  // non-empty: every route but the public ones (is_public_route)
                                         // needs "Authorization: Bearer KEY" or "X-Api-Key: KEY"
   bool reuse_port = false;              // --reuse-port: SO_REUSEPORT, several servers share the port
+  bool metrics = false;                 // --metrics: GET /metrics answers (else 501, as llama-server)
+  bool slots_endpoint = true;           // --slots / --no-slots: GET /slots answers (else 501)
   int timeout_seconds = 600;            // read/write timeout of a connection
   int header_timeout_seconds = 30;      // a request's headers are due this long after the connection's
                                         // start or its previous reply, or it is closed (header_deadline.h)

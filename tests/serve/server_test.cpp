@@ -82,7 +82,7 @@ using test::responses_in;
 
 class Serve : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() { server_ = new test::ServerProcess({"-m", test::trained_model_path()}); }
+  static void SetUpTestSuite() { server_ = new test::ServerProcess({"-m", test::trained_model_path(), "--metrics"}); }
   static void TearDownTestSuite() {
     delete server_;
     server_ = nullptr;
@@ -167,6 +167,27 @@ TEST_F(Serve, StreamedChunksCarryTheSameTextAndEndWithDone) {
 // stop_type ("limit", "word" and its stopping_word), the token counts and timings; its stream is
 // {"content", "stop": false} events and a last one with "stop": true and no [DONE]. /completions
 // answers the same.
+TEST(ServeShapes, MetricsOnlyWithTheFlagAndUnderLlamaServersNamesToo) {
+  {
+    test::ServerProcess quiet({"-m", test::trained_model_path(), "--no-slots"});
+    httplib::Client c("127.0.0.1", quiet.port());
+    const auto metrics = c.Get("/metrics");
+    ASSERT_TRUE(metrics);
+    EXPECT_EQ(metrics->status, 501);  // llama-server's default: no metrics without --metrics
+    expect_error(json::parse(metrics->body), 501, "not_supported_error", "");
+    EXPECT_EQ(c.Get("/slots")->status, 501);
+  }
+  test::ServerProcess server({"-m", test::trained_model_path(), "--metrics"});
+  httplib::Client c("127.0.0.1", server.port());
+  c.set_read_timeout(60);
+  post(c, "/v1/completions", {{"prompt", "Once upon a time"}, {"max_tokens", 4}, {"temperature", 0}});
+  EXPECT_EQ(c.Get("/slots")->status, 200);  // on by default
+  const std::string body = c.Get("/metrics")->body;
+  for (const char* name : {"llamacpp:prompt_tokens_total 5", "llamacpp:tokens_predicted_total 4", "llamacpp:n_decode_total",
+                           "llamacpp:prompt_seconds_total", "llamacpp:requests_processing 0", "momentkv:prompt_tokens_total 5"})
+    EXPECT_NE(body.find(name), std::string::npos) << name << "\n" << body;
+}
+
 TEST(ServeShapes, ChatStreamsOpenWithTheRoleAndEveryResponseNamesTheBuild) {
   test::ServerProcess server({"-m", test::trained_model_path(), "--chat-template", "chatml"});
   httplib::Client c("127.0.0.1", server.port());
@@ -445,7 +466,7 @@ TEST_F(Serve, ConcurrentRequestsGetTheirSequentialResults) {
 // equal to `momentkv generate --temp 0` with the same press; their decode steps ran batched
 // (the server's /metrics), and batching changed no reply.
 TEST(ServeSlots, EightConcurrentRequestsEqualTheCliAndDecodeInBatches) {
-  test::ServerProcess server({"-m", test::trained_model_path(), "-np", "8"});
+  test::ServerProcess server({"-m", test::trained_model_path(), "--metrics", "-np", "8"});
   const std::vector<std::pair<std::string, int>> presses = {
       {"full", 0},        {"momentkv", 64},      {"snapkv", 64}, {"adakv", 48},
       {"momentkv", 48},   {"streaming_llm", 64}, {"h2o", 32},    {"pyramidkv", 96}};
@@ -482,7 +503,7 @@ TEST(ServeSlots, EightConcurrentRequestsEqualTheCliAndDecodeInBatches) {
 // the same prompt compressed while it is prefilled (--compress-chunks) peaks lower, fits, and
 // replies as the CLI does; reservations are all released afterwards.
 TEST(ServeAdmission, KvMemoryAdmitsByTheCachePeak) {
-  test::ServerProcess server({"-m", test::trained_model_path(), "-np", "2", "--kv-memory", "1", "-ub", "128",
+  test::ServerProcess server({"-m", test::trained_model_path(), "--metrics", "-np", "2", "--kv-memory", "1", "-ub", "128",
                               "--compress-chunks"});
   httplib::Client c("127.0.0.1", server.port());
   c.set_read_timeout(120);
@@ -504,7 +525,7 @@ TEST(ServeAdmission, KvMemoryAdmitsByTheCachePeak) {
 // --queue: with the slot busy and the queue's one place taken, the next request gets 503 with
 // Retry-After at once; the waiting one is served.
 TEST(ServeAdmission, AFullQueueAnswers503WithRetryAfter) {
-  test::ServerProcess server({"-m", test::trained_model_path(), "-np", "1", "--queue", "1"});
+  test::ServerProcess server({"-m", test::trained_model_path(), "--metrics", "-np", "1", "--queue", "1"});
   const json long_body = {{"prompt", "Once upon a time"}, {"max_tokens", 800}, {"ignore_eos", true}, {"temperature", 0}};
   std::atomic<int> long_status{0}, queued_status{0};
   std::thread busy([&] {
@@ -981,7 +1002,7 @@ TEST_F(Serve, AClientThatLeavesTheLineGivesUpItsPlace) {
 // A body that arrives slower than the limit is not cut (its headers were in time), and neither is
 // a connection that stays open between requests for less than the keep-alive wait.
 TEST(ServeHeaderDeadline, ConnectionsLateWithTheirHeadersAreClosedAndOthersServed) {
-  test::ServerProcess server({"-m", test::trained_model_path(), "--header-timeout", "2"});
+  test::ServerProcess server({"-m", test::trained_model_path(), "--metrics", "--header-timeout", "2"});
   std::vector<int> stalled;
   for (int i = 0; i < 70; ++i) {
     stalled.push_back(connect_loopback(server.port()));
@@ -1034,7 +1055,7 @@ TEST(ServeHeaderDeadline, ConnectionsLateWithTheirHeadersAreClosedAndOthersServe
 // A prompt read in chunks (-ub 1 here: 1900 forward passes) stops between chunks once its client
 // has left: the prompt tokens the server processed are far fewer than the prompt's.
 TEST(ServePrefill, AClientThatLeavesStopsTheReadingOfItsPrompt) {
-  test::ServerProcess server({"-m", test::trained_model_path(), "-ub", "1"});
+  test::ServerProcess server({"-m", test::trained_model_path(), "--metrics", "-ub", "1"});
   httplib::Client c("127.0.0.1", server.port());
   c.set_read_timeout(60);
   json ids = json::array();
