@@ -283,7 +283,7 @@ SweepSpec parse_sweep(const std::string& text, const fs::path& file, const Sweep
 
   spec.presses = parse_presses(f);
   const bool all_full = std::all_of(spec.presses.begin(), spec.presses.end(), [](const PressConfig& p) { return p.is_full(); });
-  if (auto budgets = f.integers("budgets", 1, kMaxTokens)) {
+  if (auto budgets = f.integers("budgets", 1, Budget::kMaxTokens)) {  // the one budget range (selection.h)
     std::set<int64_t> seen;
     for (std::size_t i = 0; i < budgets->size(); ++i) {
       MKV_CHECK(seen.insert((*budgets)[i]).second, "{}[{}]: budget {} is listed twice", f.where("budgets"), i, (*budgets)[i]);
