@@ -7,6 +7,7 @@
 #include <regex>
 
 #include "core/error.h"
+#include "eval/metrics/longbench_metrics.h"
 #include "eval/metrics/ruler_metrics.h"
 #include "eval/report/result_records.h"
 #include "eval/report/score_report.h"
@@ -212,6 +213,41 @@ TEST(Report, RulerShardsMergeIntoTheUnshardedScoreExactly) {
   EXPECT_THROW(merge_result_folders({dir / "shard0", dir / "shard1"}), MkvError);
   std::ofstream(dir / "shard1" / "pred" / "niah_single_1.jsonl") << "{\"index\": 1}\n";
   EXPECT_THROW(merge_result_folders({dir / "shard0", dir / "shard1"}), MkvError);
+}
+
+// A LongBench shard as `eval longbench --shard` leaves it: run.json, result.json (rounded) and the
+// dataset's predictions, with indices.
+void write_longbench_shard(const std::filesystem::path& dir, const std::vector<int64_t>& indices,
+                           const std::vector<std::string>& preds) {
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "run.json") << R"({"model": "llama", "press": "snapkv", "budget": 64})";
+  std::vector<LongBenchPrediction> rows;
+  std::ofstream out(dir / "hotpotqa.jsonl");
+  for (std::size_t i = 0; i < indices.size(); ++i) {
+    rows.push_back({preds[i], {"the red fox jumped"}, {}, 0});
+    out << nlohmann::json{{"index", indices[i]}, {"pred", preds[i]}, {"answers", rows.back().answers},
+                          {"all_classes", nlohmann::json::array()}, {"length", 100}}.dump() << "\n";
+  }
+  std::ofstream(dir / "result.json") << nlohmann::json{{"hotpotqa", longbench_dataset_score("hotpotqa", rows)}}.dump();
+}
+
+TEST(Report, LongBenchShardsMergeIntoTheUnshardedScoreExactly) {
+  const auto dir = test::temp_dir();
+  const std::vector<std::string> preds = {"the red fox", "fox", "a red fox jumped high", "nothing", "the fox jumped",
+                                          "red", "jumped the fox red"};
+  write_longbench_shard(dir / "shard0", {0, 2, 4, 6}, {preds[0], preds[2], preds[4], preds[6]});
+  write_longbench_shard(dir / "shard1", {1, 3, 5}, {preds[1], preds[3], preds[5]});
+  std::vector<LongBenchPrediction> all;
+  for (const std::string& p : preds) all.push_back({p, {"the red fox jumped"}, {}, 0});
+  const auto merged = merge_result_folders({dir / "shard0", dir / "shard1"});
+  ASSERT_EQ(merged.size(), 1u);
+  EXPECT_EQ(merged[0].n, 7);
+  EXPECT_EQ(merged[0].score, longbench_dataset_score("hotpotqa", all));  // bit for bit
+  // LongBench's own output has no index: its shards merge by the weighted mean, as before.
+  std::ofstream(dir / "shard1" / "hotpotqa.jsonl") << "{\"pred\": \"fox\"}\n{}\n{}\n";
+  const auto weighted = merge_result_folders({dir / "shard0", dir / "shard1"});
+  EXPECT_EQ(weighted[0].n, 7);
+  EXPECT_NE(weighted[0].score, merged[0].score);  // the mean of rounded shard scores is not the unsharded one
 }
 
 }  // namespace

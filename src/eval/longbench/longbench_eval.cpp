@@ -188,9 +188,15 @@ class LongBenchBenchmark : public EvalBenchmark {
       const ResultsStore& store = *stores[d];
       if (store.size() == 0) continue;
       std::vector<LongBenchPrediction> preds;
-      for (const auto& row : store.rows())
-        preds.push_back({row.at("pred").get<std::string>(), row.at("answers").get<std::vector<std::string>>(),
-                         row.at("all_classes").get<std::vector<std::string>>(), row.value("length", int64_t{0})});
+      // In index order (a resumed run's file may not be): the order the report merges shards in.
+      std::vector<const nlohmann::json*> rows;
+      for (const auto& row : store.rows()) rows.push_back(&row);
+      std::stable_sort(rows.begin(), rows.end(), [](const nlohmann::json* a, const nlohmann::json* b) {
+        return a->at("index").get<int64_t>() < b->at("index").get<int64_t>();
+      });
+      for (const nlohmann::json* row_ptr : rows)
+        preds.push_back({row_ptr->at("pred").get<std::string>(), row_ptr->at("answers").get<std::vector<std::string>>(),
+                         row_ptr->at("all_classes").get<std::vector<std::string>>(), row_ptr->value("length", int64_t{0})});
       const double score = longbench_dataset_score(data_[d].first, preds);
       result[data_[d].first] = score;
       scores[data_[d].first] = score;

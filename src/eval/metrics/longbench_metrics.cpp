@@ -293,11 +293,17 @@ double longbench_sample_score(std::string_view dataset, const LongBenchPredictio
   return best;
 }
 
+double longbench_mean_score(const std::vector<double>& sample_scores) {
+  double total = 0.0;
+  for (double s : sample_scores) total += s;
+  return py::round2(100 * total / static_cast<double>(sample_scores.size()));
+}
+
 double longbench_dataset_score(std::string_view dataset, const std::vector<LongBenchPrediction>& predictions) {
   MKV_CHECK(!predictions.empty(), "no predictions to score for LongBench dataset '{}'", dataset);
-  double total = 0.0;
-  for (const auto& prediction : predictions) total += longbench_sample_score(dataset, prediction);
-  return py::round2(100 * total / static_cast<double>(predictions.size()));
+  std::vector<double> scores;
+  for (const auto& prediction : predictions) scores.push_back(longbench_sample_score(dataset, prediction));
+  return longbench_mean_score(scores);
 }
 
 std::map<std::string, double> longbench_e_scores(std::string_view dataset,

@@ -67,6 +67,10 @@ struct LongBenchPrediction {
 // Max over gold answers of the dataset's metric (after the first-line rule), in [0, 1].
 double longbench_sample_score(std::string_view dataset, const LongBenchPrediction& prediction);
 
+// round(100 · Σ score / n, 2) of per-sample scores summed in the order given (eval.py's scorer):
+// shards merged in index order give the unsharded score exactly (report::merge_records).
+double longbench_mean_score(const std::vector<double>& sample_scores);
+
 // eval.py scorer: round(100 · Σ score / n, 2). MkvError if `predictions` is empty.
 double longbench_dataset_score(std::string_view dataset,
                                const std::vector<LongBenchPrediction>& predictions);

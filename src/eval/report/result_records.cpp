@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "core/text_file.h"
+#include "eval/metrics/longbench_metrics.h"
 #include "eval/metrics/ruler_metrics.h"
 
 namespace mkv::eval::report {
@@ -71,6 +72,40 @@ std::vector<std::pair<int64_t, double>> ruler_samples(const fs::path& path, cons
   return samples;
 }
 
+// The per-sample scores of a LongBench dataset's predictions file (rows {pred, answers,
+// all_classes, index}), sorted by index; empty when the rows carry no index (LongBench's own
+// eval.py output, whose shards cannot be told apart: those merge by the weighted mean). MkvError
+// naming the file and line for a row that is no JSON object or lacks the other fields.
+std::vector<std::pair<int64_t, double>> longbench_samples(const fs::path& path, const std::string& dataset) {
+  std::vector<std::pair<int64_t, double>> samples;
+  const std::string text = read_text_file(path);
+  for (const TextLine& line : split_lines(text)) {
+    if (is_blank(line.text)) continue;
+    const std::string where = fmt::format("{}:{}", path.string(), line.number);
+    json row;
+    try {
+      row = json::parse(line.text);
+    } catch (const json::exception& e) {
+      fail("{}: not valid JSON ({})", where, json_error_text(e.what()));
+    }
+    MKV_CHECK(row.is_object(), "{}: a LongBench prediction row must be a JSON object", where);
+    if (!row.contains("index")) return {};
+    const auto strings = [&](const char* key) {
+      MKV_CHECK(row.contains(key) && row[key].is_array() &&
+                    std::all_of(row[key].begin(), row[key].end(), [](const json& s) { return s.is_string(); }),
+                "{}: a LongBench prediction row needs '{}', a list of strings", where, key);
+      return row[key].get<std::vector<std::string>>();
+    };
+    MKV_CHECK(row["index"].is_number_integer() && row.contains("pred") && row["pred"].is_string(),
+              "{}: a LongBench prediction row needs an integer index and a string pred", where);
+    const LongBenchPrediction prediction{row["pred"].get<std::string>(), strings("answers"), strings("all_classes"),
+                                         0};
+    samples.emplace_back(row["index"].get<int64_t>(), longbench_sample_score(dataset, prediction));
+  }
+  std::stable_sort(samples.begin(), samples.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  return samples;
+}
+
 std::vector<std::string> split_csv_line(const std::string& line) {
   std::vector<std::string> cells;
   std::string cell;
@@ -125,6 +160,7 @@ std::vector<ResultRecord> read_ruler_summary(const fs::path& path, const ResultR
     MKV_CHECK(slash != std::string::npos, "{}: Nulls '{}' of task '{}' is not k/N", path.string(), nulls, tasks[i]);
     record.n = parse_count(nulls.substr(slash + 1), path.string(), fmt::format("the sample count of task '{}'", tasks[i]));
     record.samples = ruler_samples(path.parent_path() / "pred" / (tasks[i] + ".jsonl"), tasks[i], record.n);
+    record.rescore = ruler_mean_score;
     records.push_back(record);
   }
   return records;
@@ -142,6 +178,10 @@ std::vector<ResultRecord> read_longbench_result(const fs::path& path, const Resu
     record.score = score.get<double>();
     const fs::path predictions = path.parent_path() / (dataset + ".jsonl");
     record.n = fs::exists(predictions) ? count_lines(predictions) : 0;
+    if (record.n > 0) {
+      record.samples = longbench_samples(predictions, dataset);
+      record.rescore = longbench_mean_score;
+    }
     records.push_back(record);
   }
   return records;
@@ -254,7 +294,7 @@ std::vector<ResultRecord> merge_records(std::vector<ResultRecord> records) {
                   static_cast<double>(total.n + record.n);
     total.n += record.n;
     combined.back() = true;
-    if (total.samples.empty() || record.samples.empty()) {
+    if (total.samples.empty() || record.samples.empty() || total.rescore != record.rescore) {
       total.samples.clear();  // a shard without its predictions: the weighted mean it is
     } else {
       total.samples.insert(total.samples.end(), record.samples.begin(), record.samples.end());
@@ -262,7 +302,7 @@ std::vector<ResultRecord> merge_records(std::vector<ResultRecord> records) {
   }
   for (std::size_t i = 0; i < merged.size(); ++i) {
     ResultRecord& r = merged[i];
-    if (!combined[i] || r.samples.empty()) continue;
+    if (!combined[i] || r.samples.empty() || !r.rescore) continue;
     std::stable_sort(r.samples.begin(), r.samples.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
     for (std::size_t j = 1; j < r.samples.size(); ++j)
       MKV_CHECK(r.samples[j].first != r.samples[j - 1].first,
@@ -270,7 +310,7 @@ std::vector<ResultRecord> merge_records(std::vector<ResultRecord> records) {
                 r.model, r.press, r.budget, r.task, r.samples[j].first);
     std::vector<double> values;
     for (const auto& [index, value] : r.samples) values.push_back(value);
-    r.score = ruler_mean_score(values);
+    r.score = r.rescore(values);
   }
   return merged;
 }

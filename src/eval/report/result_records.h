@@ -32,11 +32,13 @@ struct ResultRecord {
   std::string task;
   double score = 0;
   int64_t n = 0;
-  // (sample index, metric value in [0, 1]) of a RULER run read with its predictions
-  // (pred/{task}.jsonl beside summary.csv); empty otherwise. Shards that all carry them merge by
-  // scoring the union in index order, as the unsharded run scores (ruler_eval), so the merged score
-  // is the unsharded one exactly; otherwise by the n-weighted mean of the rounded scores.
+  // (sample index, metric value in [0, 1]) of a RULER or LongBench run read with its predictions
+  // (pred/{task}.jsonl beside summary.csv, {dataset}.jsonl beside result.json); empty otherwise.
+  // Shards that all carry them merge by scoring the union in index order with `rescore`, as the
+  // unsharded run scores (ruler_eval, longbench_eval), so the merged score is the unsharded one
+  // exactly; otherwise by the n-weighted mean of the rounded scores.
   std::vector<std::pair<int64_t, double>> samples = {};
+  double (*rescore)(const std::vector<double>& values) = nullptr;  // the benchmark's rounded mean
 };
 
 nlohmann::ordered_json to_json(const ResultRecord& record);
