@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -39,6 +40,15 @@ int run_serve(const ServeOptions& o) {
   so.reuse_port = o.reuse_port;
   so.metrics = o.metrics;
   so.slots_endpoint = o.slots;
+  so.web_page = o.web_page;
+  for (std::size_t at = 0; at < o.cors_origins.size();) {
+    const std::size_t comma = std::min(o.cors_origins.find(',', at), o.cors_origins.size());
+    const std::string origin = o.cors_origins.substr(at, comma - at);
+    MKV_CHECK(!origin.empty(), "--cors-origins: an empty origin in '{}' (expected e.g. http://localhost:3000,https://a.b)",
+              o.cors_origins);
+    so.cors_origins.push_back(origin);
+    at = comma + 1;
+  }
   so.system_fingerprint = "momentkv-" + build_commit();
   so.model_path = m.file->path();
   so.api_key = o.api_key;

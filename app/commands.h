@@ -249,6 +249,8 @@ struct ServeOptions {
   bool reuse_port = false;            // --reuse-port: SO_REUSEPORT
   bool metrics = false;               // --metrics: the Prometheus endpoint
   bool slots = true;                  // --slots / --no-slots: the slots endpoint
+  bool web_page = true;               // --no-webui: no chat page at /
+  std::string cors_origins;           // --cors-origins: comma-separated origins CORS allows (default: any)
   int parallel = 1;                   // -np / --parallel
   double kv_memory_mib = 0;           // --kv-memory: cap on the KV bytes of all requests (0 = none)
   int queue = 16;                     // --queue: requests that may wait; more get 503

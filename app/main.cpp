@@ -346,6 +346,9 @@ int main(int argc, char** argv) {
   serve_cmd->add_option("--port", srv.port, "port (0 = any free port, printed at start)")->capture_default_str();
   serve_cmd->add_flag("--metrics", srv.metrics, "answer GET /metrics (Prometheus; llama-server's names too)");
   serve_cmd->add_flag("--slots,!--no-slots", srv.slots, "answer GET /slots (default: on)");
+  serve_cmd->add_flag("!--no-webui,!--no-ui", srv.web_page, "no chat page at / (404)");
+  serve_cmd->add_option("--cors-origins", srv.cors_origins,
+                        "comma-separated origins a browser may call from (Access-Control-Allow-Origin; default: any)");
   serve_cmd->add_flag("--reuse-port", srv.reuse_port,
                       "let other processes listen on the same port (SO_REUSEPORT: the kernel shares connections "
                       "between them); without it a port in use is an error");

@@ -335,16 +335,19 @@ struct Server::State {
   }
 
   // The prompt tokens of a request; ApiError when it is empty or does not fit the context.
-  std::vector<int32_t> prompt_tokens(const CompletionRequest& r) const {
-    std::string prompt = r.prompt;
-    if (r.chat) {
-      try {
-        prompt = ChatTemplate::for_vocab(tokenizer.vocab(), options.chat_template).render(r.messages, true);
-      } catch (const MkvError& e) {
-        throw ApiError(400, "invalid_request_error", fmt::format("chat completions need a chat template: {}", e.what()),
-                       "messages");
-      }
+  // A chat request's messages rendered by the model's template (or --chat-template), ending with
+  // the assistant's turn; ApiError when there is no template.
+  std::string chat_prompt(const CompletionRequest& r) const {
+    try {
+      return ChatTemplate::for_vocab(tokenizer.vocab(), options.chat_template).render(r.messages, true);
+    } catch (const MkvError& e) {
+      throw ApiError(400, "invalid_request_error", fmt::format("chat completions need a chat template: {}", e.what()),
+                     "messages");
     }
+  }
+
+  std::vector<int32_t> prompt_tokens(const CompletionRequest& r) const {
+    const std::string prompt = r.chat ? chat_prompt(r) : r.prompt;
     // Token ids are fed as they are (llama-server adds no BOS to them either).
     std::vector<int32_t> tokens =
         r.prompt_ids.empty() ? tokenizer.encode(prompt, /*add_special=*/true, /*parse_special=*/r.chat) : r.prompt_ids;
@@ -644,6 +647,15 @@ Server::Server(Transformer& model, const Tokenizer& tokenizer, ServerOptions opt
     // header httplib parses neither a form body (which it caps at 8 KiB) nor a multipart one. The
     // request is httplib's own non-const object, passed here as const.
     const_cast<httplib::Request&>(req).headers.erase("Content-Type");
+    // CORS, as llama-server: every reply names the request's origin as allowed (when it is one of
+    // --cors-origins, or any without that list), refusals included.
+    if (const std::string origin = req.get_header_value("Origin"); !origin.empty()) {
+      const auto& allowed = s.options.cors_origins;
+      if (allowed.empty() || std::find(allowed.begin(), allowed.end(), origin) != allowed.end()) {
+        res.set_header("Access-Control-Allow-Origin", origin);
+        res.set_header("Vary", "Origin");
+      }
+    }
     if (!s.options.api_key.empty() && !is_public_route(req.method, req.path) && !carries_api_key(req, s.options.api_key)) {
       send_error_and_close(res, ApiError(401, "authentication_error", "Invalid API Key"));
       return httplib::Server::HandlerResponse::Handled;
@@ -685,7 +697,15 @@ Server::Server(Transformer& model, const Tokenizer& tokenizer, ServerOptions opt
     }
   });
 
-  http.Get("/", [](const httplib::Request&, httplib::Response& res) { res.set_content(web_page(), "text/html; charset=utf-8"); });
+  if (s.options.web_page)
+    http.Get("/", [](const httplib::Request&, httplib::Response& res) { res.set_content(web_page(), "text/html; charset=utf-8"); });
+  // CORS preflights: any route, no key (the browser sends none), an empty 200 (llama-server's).
+  http.Options(R"(.*)", [](const httplib::Request&, httplib::Response& res) {
+    res.set_header("Access-Control-Allow-Credentials", "true");
+    res.set_header("Access-Control-Allow-Methods", "GET, POST");
+    res.set_header("Access-Control-Allow-Headers", "*");
+    res.set_content("", "text/plain");
+  });
   for (const char* health : {"/health", "/v1/health"})
     http.Get(health, [](const httplib::Request&, httplib::Response& res) { send_json(res, 200, {{"status", "ok"}}); });
   const auto models = [&s](const httplib::Request&, httplib::Response& res) {
@@ -761,6 +781,11 @@ Server::Server(Transformer& model, const Tokenizer& tokenizer, ServerOptions opt
     post(native, [&s](const httplib::Request& req, const std::string& body, httplib::Response& res) {
       s.completion(req, body, res, Api::Native);
     });
+  // llama-server's /apply-template: a chat request's prompt as the template renders it.
+  post("/apply-template", [&s](const httplib::Request&, const std::string& body, httplib::Response& res) {
+    const CompletionRequest r = parse_completion_request(body, /*chat=*/true, 0, s.tokenizer.n_vocab());
+    send_json(res, 200, {{"prompt", s.chat_prompt(r)}});
+  });
   post("/tokenize", [&s](const httplib::Request&, const std::string& text, httplib::Response& res) {
     const json body = json::parse(text, nullptr, /*allow_exceptions=*/false);
     if (!body.is_object() || !body.contains("content") || !body["content"].is_string())

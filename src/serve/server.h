@@ -23,6 +23,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "engine/session.h"
 #include "kv/kv_cache.h"
@@ -44,6 +45,9 @@ struct ServerOptions {
   bool reuse_port = false;              // --reuse-port: SO_REUSEPORT, several servers share the port
   bool metrics = false;                 // --metrics: GET /metrics answers (else 501, as llama-server)
   bool slots_endpoint = true;           // --slots / --no-slots: GET /slots answers (else 501)
+  bool web_page = true;                 // --no-webui: GET / answers 404
+  std::vector<std::string> cors_origins;  // --cors-origins: the origins answered with
+                                          // Access-Control-Allow-Origin; empty = every origin (llama-server's)
   int timeout_seconds = 600;            // read/write timeout of a connection
   int header_timeout_seconds = 30;      // a request's headers are due this long after the connection's
                                         // start or its previous reply, or it is closed (header_deadline.h)

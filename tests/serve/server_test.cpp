@@ -188,6 +188,36 @@ TEST(ServeShapes, MetricsOnlyWithTheFlagAndUnderLlamaServersNamesToo) {
     EXPECT_NE(body.find(name), std::string::npos) << name << "\n" << body;
 }
 
+TEST(ServeShapes, CorsApplyTemplateAndNoWebUi) {
+  test::ServerProcess server({"-m", test::trained_model_path(), "--chat-template", "chatml", "--api-key", "k"});
+  httplib::Client c("127.0.0.1", server.port());
+  c.set_read_timeout(60);
+  // Every reply names the request's origin as allowed, refusals included; preflights need no key.
+  const auto health = c.Get("/health", {{"Origin", "http://a.example"}});
+  EXPECT_EQ(health->get_header_value("Access-Control-Allow-Origin"), "http://a.example");
+  const auto refused = c.Get("/props", {{"Origin", "http://a.example"}});
+  EXPECT_EQ(refused->status, 401);
+  EXPECT_EQ(refused->get_header_value("Access-Control-Allow-Origin"), "http://a.example");
+  const auto preflight = c.Options("/v1/chat/completions", {{"Origin", "http://a.example"},
+                                                           {"Access-Control-Request-Method", "POST"}});
+  ASSERT_TRUE(preflight);
+  EXPECT_EQ(preflight->status, 200);
+  EXPECT_EQ(preflight->get_header_value("Access-Control-Allow-Methods"), "GET, POST");
+  EXPECT_EQ(preflight->get_header_value("Access-Control-Allow-Origin"), "http://a.example");
+  // llama-server's /apply-template: the prompt the chat template renders.
+  c.set_bearer_token_auth("k");
+  const json applied = post(c, "/apply-template", {{"messages", {{{"role", "user"}, {"content", "hi"}}}}});
+  EXPECT_EQ(applied["prompt"], "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n") << applied.dump();
+  EXPECT_EQ(c.Get("/")->status, 200);  // the page
+  // --cors-origins names the origins allowed; --no-webui takes the page away.
+  test::ServerProcess strict({"-m", test::trained_model_path(), "--cors-origins", "http://b.example", "--no-webui"});
+  httplib::Client d("127.0.0.1", strict.port());
+  EXPECT_EQ(d.Get("/health", {{"Origin", "http://a.example"}})->get_header_value("Access-Control-Allow-Origin"), "");
+  EXPECT_EQ(d.Get("/health", {{"Origin", "http://b.example"}})->get_header_value("Access-Control-Allow-Origin"),
+            "http://b.example");
+  EXPECT_EQ(d.Get("/")->status, 404);
+}
+
 TEST(ServeShapes, ChatStreamsOpenWithTheRoleAndEveryResponseNamesTheBuild) {
   test::ServerProcess server({"-m", test::trained_model_path(), "--chat-template", "chatml"});
   httplib::Client c("127.0.0.1", server.port());
